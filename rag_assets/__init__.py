@@ -1,0 +1,29 @@
+"""rag_assets: markdown folders in, an evaluated, always-current retrieval index out.
+
+The package namespace is lazy (PEP 562): `import rag_assets.markdown` does not import Dagster,
+while `dagster ... -m rag_assets` still finds `defs` and the public API is one import away.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "defs": "rag_assets.defs",
+    "load_embedder": "rag_assets.embedding",
+    "Settings": "rag_assets.config",
+    "Retriever": "rag_assets.retrieval",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rag_assets' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = sorted(_LAZY)

