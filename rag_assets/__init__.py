@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
-    "defs": "rag_assets.defs",
+    "defs": "rag_assets.orchestration.definitions",
     "load_embedder": "rag_assets.embedding",
     "Settings": "rag_assets.config",
     "Retriever": "rag_assets.retrieval",
@@ -23,7 +23,9 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    # Only `defs` is listed: Dagster's module loader getattr()s every listed name, and should not
+    # import the retrieval stack just to find the Definitions.
+    return sorted(set(globals()) | {"defs"})
 
 
 __all__ = sorted(_LAZY)

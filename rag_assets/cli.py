@@ -1,0 +1,199 @@
+"""The `rag` command line: ingest, ingest-doc, query. Ingestion always runs through Dagster.
+
+Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rag_assets.errors import ConfigurationError, RagError
+
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+
+# Offline and quiet by default: no telemetry from Dagster, Chroma, onnxruntime or ragas.
+for _var, _value in {
+    "DAGSTER_DISABLE_TELEMETRY": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "ORT_DISABLE_TELEMETRY": "1",
+    "RAGAS_DO_NOT_TRACK": "true",
+    "HF_HUB_OFFLINE": "1",
+}.items():
+    os.environ.setdefault(_var, _value)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="discover, chunk, embed and index every markdown file")
+    p.add_argument("--docs-dir", help="docs folder (default: RAG_DOCS_DIR or data/docs)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("ingest-doc", help="ingest one document")
+    p.add_argument("path", help="the file, as a path or relative to the docs folder")
+    p.add_argument("--docs-dir")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser(
+        "query",
+        help="retrieve the chunks that best answer a question",
+        description="Retrieve the chunks that best answer a question (or every question of a JSONL file).",
+    )
+    p.add_argument("text", nargs="?", help="the question (omit with --batch)")
+    p.add_argument("--batch", metavar="FILE.jsonl",
+                   help='one JSON object a line with "id" and "question" (or "query"); prints one JSON line per input')
+    p.add_argument("--mode", choices=["vector", "keyword", "hybrid"], default=None,
+                   help="retrieval mode (default: RAG_RETRIEVAL_MODE or hybrid)")
+    p.add_argument("--top-k", type=int, default=5, help="results per question, 1-100 (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        if getattr(args, "docs_dir", None):
+            os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
+        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query}[args.command](args)
+    except (ConfigurationError, FileNotFoundError) as exc:
+        print(f"rag: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RagError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return EXIT_PARTIAL
+
+
+def _print_summary(summary, as_json: bool) -> int:
+    from dataclasses import asdict
+
+    data = asdict(summary)
+    if as_json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(
+            f"documents: {summary.documents_discovered} discovered, {summary.documents_processed} processed, "
+            f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed, {summary.documents_deleted} deleted\n"
+            f"chunks written: {summary.chunks_written}; embeddings computed: {summary.embeddings_computed}, "
+            f"reused: {summary.embeddings_reused}; {summary.duration_seconds:.1f} s (runs: {', '.join(summary.run_ids)})"
+        )
+        for err in summary.errors:
+            print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
+    return EXIT_PARTIAL if summary.documents_failed else EXIT_OK
+
+
+def _ingest(args) -> int:
+    from rag_assets.config import Settings
+    from rag_assets.orchestration.runs import ingest
+
+    Settings.from_env()  # validate configuration before any run starts
+    return _print_summary(ingest(), args.json)
+
+
+def _ingest_doc(args) -> int:
+    from rag_assets.config import Settings
+    from rag_assets.orchestration.runs import ingest
+
+    settings = Settings.from_env()
+    path = Path(args.path)
+    candidate = path.resolve() if path.exists() else (settings.docs_dir / path).resolve()
+    if not candidate.is_file():
+        raise FileNotFoundError(f"no such document: {args.path}")
+    if not candidate.is_relative_to(settings.docs_dir):
+        raise ConfigurationError(f"{args.path} is not inside the docs folder {settings.docs_dir} (set RAG_DOCS_DIR)")
+    doc_path = candidate.relative_to(settings.docs_dir).as_posix()
+    summary = ingest(only_doc_paths=[doc_path])
+    if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
+        summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, or refused)"})
+        summary.documents_failed = len(summary.errors)
+    return _print_summary(summary, args.json)
+
+
+def _query(args) -> int:
+    from rag_assets.errors import InvalidQueryError
+    from rag_assets.pipeline import RAGPipeline
+
+    if (args.text is None) == (args.batch is None):
+        print("rag: query needs either a question or --batch FILE.jsonl (not both)", file=sys.stderr)
+        return EXIT_USAGE
+    if not 1 <= args.top_k <= 100:
+        print("rag: --top-k must be between 1 and 100", file=sys.stderr)
+        return EXIT_USAGE
+    if args.batch is not None:
+        batch = Path(args.batch)
+        if not batch.is_file():
+            print(f"rag: batch file not found: {batch}", file=sys.stderr)
+            return EXIT_USAGE
+        return _query_batch(RAGPipeline.from_settings(), batch, args.mode, args.top_k)
+
+    pipeline = RAGPipeline.from_settings()
+    try:
+        results = pipeline.search(args.text, args.mode, args.top_k)
+    except InvalidQueryError as exc:
+        print(f"rag: invalid query: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    mode = args.mode or pipeline.settings.retrieval_mode
+    threshold = pipeline.settings.min_relevance
+    relevance = [r.relevance for r in results if r.relevance is not None]
+    avg = sum(relevance) / len(relevance) if relevance else 0.0
+    meets = bool(results) and avg >= threshold
+    if args.json:
+        print(json.dumps(
+            {"query": args.text, "mode": mode, "avg_relevance": round(avg, 6), "meets_threshold": meets,
+             "results": [r.as_dict() for r in results]},
+            indent=2, ensure_ascii=False,
+        ))
+    else:
+        for rank, r in enumerate(results, 1):
+            crumb = r.heading_breadcrumb or r.section
+            rel = f" cos {r.relevance:.3f}" if r.relevance is not None and mode != "vector" else ""
+            print(f"{rank}. [{r.score:.3f}{rel}] {r.doc_path} — {crumb}")
+            snippet = " ".join(r.text.split())[:240]
+            print(f"   {snippet}")
+        if not results:
+            print("no results (is the index empty? run `rag ingest`)")
+        elif not meets:
+            print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
+                  "the indexed documents probably do not answer this)")
+    return EXIT_OK
+
+
+def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int) -> int:
+    """One JSON line per input line; a bad line is reported (file:line) and skipped, exit 1 at the end."""
+    from rag_assets.errors import InvalidQueryError
+
+    failures = 0
+    with open(batch, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                if not isinstance(item, dict):
+                    raise ValueError(f"expected a JSON object, got {type(item).__name__}")
+                question = item.get("question", item.get("query"))
+                if not isinstance(question, str):
+                    raise ValueError('needs a "question" (or "query") string')
+                results = pipeline.search(question, mode, top_k)
+            except (ValueError, InvalidQueryError) as exc:  # json.JSONDecodeError is a ValueError
+                failures += 1
+                print(f"rag: {batch}:{lineno}: {exc}", file=sys.stderr)
+                continue
+            print(json.dumps(
+                {"id": item.get("id"), "query": question, "results": [r.as_dict() for r in results]},
+                ensure_ascii=False,
+            ), flush=True)
+    if failures:
+        print(f"rag: {failures} line(s) of {batch} failed", file=sys.stderr)
+    return EXIT_PARTIAL if failures else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

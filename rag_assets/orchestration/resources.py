@@ -1,0 +1,85 @@
+"""Dagster resources: the embedder and the vector store, configured from rag_assets.config.
+
+Empty fields mean "use Settings" (defaults, overridden by environment variables); a value set in
+the launchpad or in code wins. Secrets (OPENAI_API_KEY) are never resource config: they are read
+from the environment by the embedder, so they never show in run config or the UI.
+"""
+
+from __future__ import annotations
+
+import functools
+from contextlib import contextmanager
+from typing import Iterator
+
+import dagster as dg
+from filelock import FileLock
+
+from rag_assets.config import Settings
+from rag_assets.embedding import Embedder, load_embedder
+from rag_assets.embedding_cache import EmbeddingCache
+from rag_assets.store import ChromaStore
+
+
+def current_settings() -> Settings:
+    return Settings.from_env()
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_embedder(settings: Settings) -> Embedder:
+    # one model per process: loading it per asset would cost a second each time
+    return load_embedder(settings)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """The embedding model: local all-MiniLM-L6-v2 (ONNX, offline) or OpenAI."""
+
+    embedder: str = ""  # "local" | "openai"; "" = RAG_EMBEDDER
+    model: str = ""  # "" = RAG_EMBEDDING_MODEL or the embedder's default
+    batch_size: int = 0  # 0 = RAG_EMBED_BATCH_SIZE
+
+    def settings(self) -> Settings:
+        return Settings.from_env(
+            embedder=self.embedder or None, embedding_model=self.model or None, embed_batch_size=self.batch_size or None
+        )
+
+    def get(self) -> Embedder:
+        return _cached_embedder(self.settings())
+
+    def cache(self) -> EmbeddingCache:
+        return EmbeddingCache(self.settings().state_dir / "embeddings.sqlite")
+
+
+class VectorStoreResource(dg.ConfigurableResource):
+    """The Chroma collection; writers hold a per-collection file lock (one embedded store, one writer)."""
+
+    chroma_path: str = ""  # "" = RAG_CHROMA_PATH
+    chroma_host: str = ""  # "" = CHROMA_HOST (unset: embedded PersistentClient)
+    chroma_port: int = 0
+    collection: str = ""
+
+    def settings(self) -> Settings:
+        return Settings.from_env(
+            chroma_path=self.chroma_path or None,
+            chroma_host=self.chroma_host or None,
+            chroma_port=self.chroma_port or None,
+            collection=self.collection or None,
+        )
+
+    def open(self, embedder: Embedder) -> ChromaStore:
+        s = self.settings()
+        return ChromaStore(
+            path=s.chroma_path,
+            host=s.chroma_host,
+            port=s.chroma_port,
+            collection=s.collection,
+            embedding_model=embedder.model_name,
+            dimension=embedder.dimension,
+        )
+
+    @contextmanager
+    def writer(self, embedder: Embedder) -> Iterator[ChromaStore]:
+        """The store, opened under an exclusive inter-process lock held until the block ends."""
+        s = self.settings()
+        s.state_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(s.state_dir / f"{s.collection}.write.lock")):
+            yield self.open(embedder)

@@ -1,0 +1,151 @@
+"""Launching ingestion runs on the Dagster instance, for the CLI: runs land in the same event log
+the UI reads, so every `rag ingest` shows up in the UI like a run launched there.
+
+Two runs per ingest: the catalog (which registers new documents as partitions), then one run over
+the documents' partition range (single-run backfill), never one run per document.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import dagster as dg
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from rag_assets.ingestion import contiguous_segments, index_fingerprint, stale_documents
+from rag_assets.models import DocumentRef
+from rag_assets.stage_store import StageStore
+
+from rag_assets.orchestration.definitions import defs as definitions
+from .assets import PER_DOCUMENT_ASSETS, chunking_setup, document_catalog, documents_partitions, vector_index
+from .resources import EmbedderResource, VectorStoreResource, current_settings
+
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def get_instance() -> dg.DagsterInstance:
+    """The instance at DAGSTER_HOME; by default the repo's own dagster.yaml (SQLite under data/)."""
+    if not os.environ.get("DAGSTER_HOME"):
+        home = Path.cwd() if (Path.cwd() / "dagster.yaml").exists() else _PROJECT_ROOT
+        if not (home / "dagster.yaml").exists():
+            home = Path.cwd() / "data" / "dagster"
+            home.mkdir(parents=True, exist_ok=True)
+        os.environ["DAGSTER_HOME"] = str(home)
+    return dg.DagsterInstance.get()
+
+
+@dataclass
+class IngestSummary:
+    documents_discovered: int = 0
+    documents_processed: int = 0
+    documents_unchanged: int = 0
+    documents_failed: int = 0
+    documents_deleted: int = 0
+    chunks_written: int = 0
+    embeddings_computed: int = 0
+    embeddings_reused: int = 0
+    vectors_deleted: int = 0
+    errors: list[dict] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+    duration_seconds: float = 0.0
+
+
+def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
+    """asset name -> metadata values of its (first) materialization in this run."""
+    out: dict[str, dict] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.step_materialization_data.materialization
+        out.setdefault(mat.asset_key.to_user_string(), {k: v.value for k, v in mat.metadata.items()})
+    return out
+
+
+def _execute(instance: dg.DagsterInstance, selection, tags: dict[str, str] | None = None, partition_key: str | None = None):
+    return definitions.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance,
+        asset_selection=[a.key for a in selection],
+        partition_key=partition_key,
+        tags=tags,
+        # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
+        run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "WARNING")}}}},
+        raise_on_error=False,
+    )
+
+
+def materialize_documents(instance: dg.DagsterInstance, partition_keys: Sequence[str]) -> list[dg.ExecuteInProcessResult]:
+    """Run the per-document assets for these documents: one run per contiguous stretch of the
+    partition order (small gaps bridged), never one run per document."""
+    if len(partition_keys) == 1:
+        return [_execute(instance, PER_DOCUMENT_ASSETS, partition_key=partition_keys[0])]
+    order = instance.get_dynamic_partitions(documents_partitions.name)
+    return [
+        _execute(instance, PER_DOCUMENT_ASSETS, tags={ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last})
+        for first, last in contiguous_segments(order, partition_keys)
+    ]
+
+
+def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef]) -> list[DocumentRef]:
+    """Documents whose stage records are stale, plus any whose partition Dagster has not seen
+    materialized (e.g. a wiped Dagster storage): everything else is already done."""
+    embedder_resource = EmbedderResource()
+    embedder, _, _, chunks_fp = chunking_setup(embedder_resource)
+    store = VectorStoreResource().open(embedder)
+    stages = StageStore(current_settings().state_dir)
+    stale = {r.doc_path for r in stale_documents(refs, stages, chunks_fp, embedder.model_name, index_fingerprint(store))}
+    materialized = instance.get_materialized_partitions(vector_index.key)
+    return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
+
+
+def ingest(only_doc_paths: Sequence[str] | None = None) -> IngestSummary:
+    """Discover, register partitions, process the documents that changed; the summary the CLI prints."""
+    started = time.perf_counter()
+    instance = get_instance()
+    summary = IngestSummary()
+    catalog_run = _execute(instance, [document_catalog])
+    summary.run_ids.append(catalog_run.run_id)
+    if not catalog_run.success:
+        raise RuntimeError(f"document_catalog failed (run {catalog_run.run_id}): {_first_error(catalog_run)}")
+    catalog_meta = _materialization_metadata(catalog_run).get("document_catalog", {})
+    summary.documents_deleted = int(catalog_meta.get("partitions_removed", 0))
+    summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
+
+    stages = StageStore(current_settings().state_dir)
+    catalog = stages.read_catalog()
+    refs = catalog.documents
+    if only_doc_paths is not None:
+        refs = [r for r in refs if r.doc_path in set(only_doc_paths)]
+    summary.documents_discovered = len(catalog.documents) + len(catalog.errors)
+    summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
+
+    todo = documents_to_run(instance, refs)
+    summary.documents_unchanged = len(refs) - len(todo)
+    for run in materialize_documents(instance, [r.partition_key for r in todo]) if todo else []:
+        summary.run_ids.append(run.run_id)
+        meta = _materialization_metadata(run)
+        index_meta = meta.get("vector_index", {})
+        embed_meta = meta.get("chunk_embeddings", {})
+        summary.documents_processed += int(index_meta.get("documents_processed", 0))
+        summary.documents_unchanged += int(index_meta.get("documents_unchanged", 0))
+        summary.chunks_written += int(index_meta.get("vectors_written", 0))
+        summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
+        summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
+        summary.embeddings_reused += int(embed_meta.get("embeddings_reused", 0))
+        if not run.success:
+            summary.errors.append({"doc_path": "*", "error": f"run {run.run_id} failed: {_first_error(run)}"})
+    for ref in todo:
+        failure = stages.failure(ref.doc_path, ref.content_hash)
+        if failure:
+            summary.errors.append({"doc_path": ref.doc_path, "error": failure["error"]})
+    summary.documents_failed = len(summary.errors)
+    summary.duration_seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _first_error(result: dg.ExecuteInProcessResult) -> str:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error:
+            return event.step_failure_data.error.message.strip()
+    return "see the run's logs in the Dagster UI"
