@@ -115,7 +115,7 @@ class MiniLMOnnxEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed_documents takes a sequence of texts, not one string (use embed_query)")
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        if not texts:
+        if len(texts) == 0:  # not `not texts`: a numpy array of strings has no truth value
             return out
         encodings = self._tokenizers()[0].encode_batch(list(texts))
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))

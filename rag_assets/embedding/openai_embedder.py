@@ -145,7 +145,7 @@ class OpenAIEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("embed_documents takes a sequence of texts, not one string (use embed_query)")
-        if not texts:
+        if len(texts) == 0:  # not `not texts`: a numpy array of strings has no truth value
             return np.empty((0, self.dimension), dtype=np.float32)
         parts = [self._embed_batch(batch) for batch in self._batches(texts)]
         return np.concatenate(parts, axis=0)
@@ -160,8 +160,7 @@ class OpenAIEmbedder:
         for text in texts:
             ids = counter.encode(text)
             if len(ids) > self.max_input_tokens:  # the API rejects, not truncates; match the local model instead
-                ids = ids[: self.max_input_tokens]
-                text = counter.decode(ids)
+                text, ids = _cut(counter, ids, self.max_input_tokens)
             text = text or " "  # the API rejects empty strings
             if batch and (len(batch) >= self.batch_size or batch_tokens + len(ids) > MAX_TOKENS_PER_REQUEST):
                 batches.append(batch)
@@ -291,13 +290,37 @@ def _decode(embedding: object) -> np.ndarray:
     return vector
 
 
+def _cut(counter: TokenCounter, ids: list[int], limit: int) -> tuple[str, list[int]]:
+    """The longest prefix of the text `ids` encode that re-encodes to at most `limit` tokens.
+
+    Decoding a cut that falls inside a multi-byte character yields U+FFFD, which can re-encode to
+    more tokens than were kept; cut further until the text really fits.
+    """
+    keep = limit
+    while True:
+        text = counter.decode(ids[:keep])
+        again = counter.encode(text)
+        if len(again) <= limit or keep <= 1:
+            return text, again
+        keep -= len(again) - limit
+
+
 def _retry_after(exc: BaseException | None) -> float | None:
+    """Seconds the server asked us to wait: retry-after-ms (OpenAI's) or retry-after, in seconds."""
     response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+    if response is None:
+        return None
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = response.headers.get(header)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue  # an HTTP date: fall back to our own backoff
+        if seconds >= 0 and seconds == seconds:  # not negative, not NaN
+            return seconds
+    return None
 
 
 def _message(exc: BaseException) -> str:
