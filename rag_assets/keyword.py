@@ -1,0 +1,279 @@
+"""Keyword (BM25) retrieval over the indexed chunks, persisted and rebuilt only when the index changes.
+
+What is indexed: for every chunk in the Chroma collection, the same text that is embedded
+(``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (casefold, words of two
+or more characters, snake_case/dotted identifiers also split into their parts, English stopwords
+dropped, Snowball English stemming). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
+
+Persistence: ``<state_dir>/keyword/<collection>/`` holds one folder per build plus ``CURRENT``
+(atomically replaced) naming the active one. A build folder holds the bm25s index, the chunk ids
+in index order, the chunks' stored embeddings (float32, memory-mapped on load: they give the dense
+cosine of keyword-only hits without another store round trip) and ``meta.json`` with the index
+generation and the Chroma collection id it was built from. A process loads the persisted build when
+both still match, and rebuilds (streaming the chunks from ``ChromaStore.iter_all``, under a file
+lock so concurrent processes build once) only when the generation changed. Each search re-reads
+the generation (one small file) so an ingest in another process is noticed on the next query.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from rag_assets.chunking import build_index_text
+from rag_assets.index_generation import read_generation
+from rag_assets.store import ChromaStore
+
+log = logging.getLogger(__name__)
+
+# Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
+FORMAT_VERSION = "kw-v1"
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SUBWORD_SPLIT = re.compile(r"[_]+")
+# bm25s' English list plus a few question words that carry no topic (what/how/...)
+_STOPWORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there
+    these they this to was will with what which who whom how why when where do does did can could
+    i you your we our my me us its it's""".split()
+)
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    chunk_id: str
+    score: float  # BM25
+    row: int  # position in the keyword index (for embeddings lookup)
+
+
+class _Stemmer:
+    """PyStemmer's English Snowball stemmer with a per-process word cache."""
+
+    def __init__(self) -> None:
+        import Stemmer
+
+        self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer.maxCacheSize = 100_000
+
+    def __call__(self, words: list[str]) -> list[str]:
+        return self._stemmer.stemWords(words)
+
+
+_STEMMER: _Stemmer | None = None
+
+
+def tokenize(text: str) -> list[str]:
+    """Text -> BM25 terms (see the module docstring). Deterministic; the same for chunks and queries."""
+    global _STEMMER
+    if _STEMMER is None:
+        _STEMMER = _Stemmer()
+    words: list[str] = []
+    for word in _WORD.findall(text.casefold()):
+        parts = [p for p in _SUBWORD_SPLIT.split(word) if p]
+        if len(parts) > 1:  # content_block_delta -> content_block_delta, content, block, delta
+            words.append(word.strip("_"))
+        words.extend(parts)
+    words = [w for w in words if len(w) > 1 and w not in _STOPWORDS]
+    return _STEMMER(words) if words else []
+
+
+def chunk_index_text(text: str, metadata: dict) -> str:
+    """The text a stored chunk was embedded from, rebuilt from its stored metadata."""
+    crumb = str(metadata.get("heading_breadcrumb") or "")
+    breadcrumb = [p for p in crumb.split(" > ") if p] if crumb else []
+    return build_index_text(str(metadata.get("title") or ""), breadcrumb, text or "")
+
+
+class KeywordIndex:
+    """BM25 over one Chroma collection, tied to the index generation."""
+
+    def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None):
+        self.store = store
+        self.state_dir = Path(state_dir)
+        self.collection = collection or store.collection_name
+        self.root = self.state_dir / "keyword" / self.collection
+        self.builds = 0  # builds done by this object (tests and logs)
+        self.loads = 0  # persisted builds loaded from disk by this object
+        self._generation: str | None = None
+        self._bm25 = None
+        self._ids: list[str] = []
+        self._rows: dict[str, int] = {}
+        self._embeddings: np.ndarray | None = None
+        self._meta: dict = {}
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def meta(self) -> dict:
+        return dict(self._meta)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def ensure_current(self) -> None:
+        """Make the in-memory index match the current generation: keep, load from disk, or rebuild."""
+        generation = read_generation(self.state_dir)
+        if self._bm25 is not None and generation == self._generation:
+            return
+        if self._load(generation):
+            return
+        self._build_locked(generation)
+
+    def search(self, query: str, top_k: int) -> list[KeywordHit]:
+        self.ensure_current()
+        if not self._ids or self._bm25 is None:
+            return []
+        vocab = self._bm25.vocab_dict
+        term_ids = [vocab[t] for t in tokenize(query) if t in vocab]
+        if not term_ids:
+            return []
+        scores = np.asarray(self._bm25.get_scores_from_ids(term_ids), dtype=np.float32)
+        k = min(top_k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        # by score, ties by index order (stable and deterministic)
+        top = top[np.lexsort((top, -scores[top]))]
+        return [KeywordHit(self._ids[i], float(scores[i]), int(i)) for i in top if scores[i] > 0]
+
+    def cosines(self, query_vector: np.ndarray, chunk_ids: Iterable[str]) -> dict[str, float]:
+        """Dense cosine of the query with each chunk's stored embedding (ids not in the index are skipped)."""
+        self.ensure_current()
+        if self._embeddings is None:
+            return {}
+        wanted = [(cid, self._rows[cid]) for cid in chunk_ids if cid in self._rows]
+        if not wanted:
+            return {}
+        rows = np.fromiter((r for _, r in wanted), dtype=np.int64)
+        q = np.asarray(query_vector, dtype=np.float32)
+        sims = np.asarray(self._embeddings[rows], dtype=np.float32) @ q
+        return {cid: float(s) for (cid, _), s in zip(wanted, sims)}
+
+    # ------------------------------------------------------------------------------------------
+    def _current_dir(self) -> Path | None:
+        try:
+            name = (self.root / "CURRENT").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        path = self.root / name
+        return path if name and path.is_dir() else None
+
+    def _matches(self, meta: dict, generation: str) -> bool:
+        return (
+            meta.get("format") == FORMAT_VERSION
+            and meta.get("generation") == generation
+            and meta.get("collection_id") == self.store.collection_id
+        )
+
+    def _load(self, generation: str) -> bool:
+        folder = self._current_dir()
+        if folder is None:
+            return False
+        try:
+            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            if not self._matches(meta, generation):
+                return False
+            ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+            bm25 = None
+            if ids:
+                import bm25s
+
+                bm25 = bm25s.BM25.load(str(folder / "bm25"), load_vocab=True, show_progress=False)
+            emb_path = folder / "embeddings.npy"
+            embeddings = np.load(emb_path, mmap_mode="r") if emb_path.exists() else None
+        except (OSError, ValueError, KeyError) as exc:  # a half-deleted or foreign folder: rebuild
+            log.warning("keyword index at %s unreadable (%s); rebuilding", folder, exc)
+            return False
+        self._install(generation, bm25, ids, embeddings, meta)
+        self.loads += 1
+        return True
+
+    def _build_locked(self, generation: str) -> None:
+        from filelock import FileLock
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.root.with_name(self.root.name + ".lock"))):
+            if self._load(generation):  # another process built it while we waited
+                return
+            self._build(generation)
+
+    def _build(self, generation: str) -> None:
+        import bm25s
+
+        start = time.perf_counter()
+        ids: list[str] = []
+        corpus: list[list[str]] = []
+        vectors: list[np.ndarray] = []
+        model = None
+        for row in self.store.iter_all(include_embeddings=True):
+            cid, text, meta, emb = row
+            ids.append(cid)
+            corpus.append(tokenize(chunk_index_text(text, meta or {})))
+            vectors.append(np.asarray(emb, dtype=np.float32))
+            model = model or (meta or {}).get("embedding_model")
+        folder_name = f"build-{generation[:16]}-{uuid.uuid4().hex[:8]}"
+        folder = self.root / folder_name
+        tmp = self.root / f".tmp-{folder_name}"
+        tmp.mkdir(parents=True)
+        bm25 = None
+        try:
+            if ids:
+                bm25 = bm25s.BM25()
+                bm25.index(corpus, show_progress=False)
+                bm25.save(str(tmp / "bm25"), show_progress=False)
+                np.save(tmp / "embeddings.npy", np.vstack(vectors).astype(np.float32))
+            (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
+            meta = {
+                "format": FORMAT_VERSION,
+                "generation": generation,
+                "collection": self.collection,
+                "collection_id": self.store.collection_id,
+                "chunks": len(ids),
+                "vocabulary": len(bm25.vocab_dict) if bm25 is not None else 0,
+                "embedding_model": model,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "build_seconds": round(time.perf_counter() - start, 3),
+            }
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            os.replace(tmp, folder)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        pointer = self.root / f".CURRENT.{os.getpid()}.tmp"
+        pointer.write_text(folder_name, encoding="utf-8")
+        os.replace(pointer, self.root / "CURRENT")
+        self._remove_old(keep=folder_name)
+        self.builds += 1
+        log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
+        embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
+        self._install(generation, bm25, ids, embeddings, meta)
+
+    def _remove_old(self, keep: str) -> None:
+        for path in self.root.iterdir():
+            if path.is_dir() and path.name != keep and path.name.startswith(("build-", ".tmp-")):
+                # a .tmp- folder of a live builder is protected by the lock we hold
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _install(self, generation: str, bm25, ids: Sequence[str], embeddings, meta: dict) -> None:
+        self._bm25 = bm25 if bm25 is not None else _EMPTY
+        self._ids = list(ids)
+        self._rows = {cid: i for i, cid in enumerate(self._ids)}
+        self._embeddings = embeddings
+        self._meta = meta
+        self._generation = generation
+
+
+class _Empty:
+    """Stands in for a bm25s model over an empty collection."""
+
+    vocab_dict: dict = {}
+
+
+_EMPTY = _Empty()

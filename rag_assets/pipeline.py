@@ -1,0 +1,251 @@
+"""The retrieval API: ``RAGPipeline.retrieve(RetrieveRequest) -> RAGContext`` and ``query(...) -> dict``.
+
+    from rag_assets import RAGPipeline, RetrieveRequest
+    pipeline = RAGPipeline.from_settings()
+    ctx = pipeline.retrieve(RetrieveRequest("How do I stream responses?", context_key="chan:user"))
+
+Contract (after ../seeds rag-pipeline-contract, adapted to this project):
+
+- ``document_chunks`` holds at most ``max_chunks`` chunks: the best ``max_chunks`` of the mode's
+  ranking (hybrid by default), presented sorted by ``relevance_score`` descending; ``relevance_scores``
+  is in the same order. ``relevance_score`` is the dense cosine of the query with the chunk in
+  every mode (keyword-only hits too), so one threshold works for every mode. Each chunk also
+  keeps ``retrieval_rank``/``retrieval_score``: its place and score in the mode's own ranking.
+- Threshold: ``avg_relevance`` is the mean cosine of those candidates. When it is under
+  ``min_relevance`` (default RAG_MIN_RELEVANCE, calibrated in benchmarks/retrieval_calibration.md),
+  no chunks come back and ``meets_threshold`` is False; otherwise the candidates whose own cosine is
+  under ``min_relevance`` are dropped too ("return only those that qualify").
+- Errors: empty/whitespace or too long (RAG_MAX_QUERY_CHARS) queries raise InvalidQueryError (a
+  ValueError); an unreachable Chroma raises VectorDBUnavailableError (logged at ERROR).
+- Cache: identical (query, context_key, mode, max_chunks, min_relevance) within
+  RAG_QUERY_CACHE_TTL_SECONDS is served from an LRU/TTL cache (``RAGContext.cached``); any change of
+  the index generation (an ingest that changed the index) drops it. Query embeddings are cached (LRU).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import statistics
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from rag_assets.config import Settings
+from rag_assets.errors import VectorDBUnavailableError
+from rag_assets.index_generation import read_generation
+from rag_assets.query_cache import GenerationCache
+from rag_assets.retrieval import Retriever, SearchResult, normalise_mode, validate_query
+
+log = logging.getLogger(__name__)
+
+PIPELINE_TYPE = "rag_assets.retrieval"
+MAX_TOP_K = 100
+# stored chunk metadata that is bookkeeping, not something a consumer cites
+_INTERNAL_KEYS = {"content_hash", "embedding_model", "token_count", "oversized", "chunk_index"}
+
+
+@dataclass(frozen=True)
+class RetrieveRequest:
+    query: str
+    context_key: str | None = None  # e.g. "{channel_id}:{user_id}"; part of the cache key
+    max_chunks: int = 5
+    min_relevance: float | None = None  # None = RAG_MIN_RELEVANCE
+    mode: str | None = None  # vector | keyword | hybrid; None = RAG_RETRIEVAL_MODE
+
+
+@dataclass(frozen=True)
+class DocumentChunk:
+    chunk_id: str
+    document_id: str  # the document's path relative to the docs folder
+    doc_path: str
+    text: str
+    metadata: dict[str, Any]  # source, doc_type, last_update_date, section, title, ... when present
+    relevance_score: float  # dense cosine similarity of query and chunk
+    position_in_doc: int  # chunk_index, for citation
+    section: str = ""
+    heading_breadcrumb: str = ""
+    retrieval_rank: int = 0  # 1-based place in the mode's ranking
+    retrieval_score: float = 0.0  # the mode's score (cosine, BM25 or RRF)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RAGContext:
+    context_id: uuid.UUID
+    query_id: uuid.UUID
+    query: str
+    mode: str
+    document_chunks: list[DocumentChunk]
+    relevance_scores: list[float]
+    total_chunks: int
+    avg_relevance: float
+    meets_threshold: bool
+    min_relevance: float
+    cached: bool = False
+    fallback_used: bool = False
+    generation: str = ""
+    elapsed_ms: float = 0.0
+    weights: tuple[float, float] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["context_id"] = str(self.context_id)
+        data["query_id"] = str(self.query_id)
+        return data
+
+
+class RAGPipeline:
+    def __init__(self, retriever: Retriever, settings: Settings | None = None):
+        self.retriever = retriever
+        self.settings = settings or retriever.settings
+        self._cache = GenerationCache(self.settings.query_cache_size, self.settings.query_cache_ttl_seconds)
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> "RAGPipeline":
+        settings = settings or Settings.from_env()
+        try:
+            retriever = Retriever.from_settings(settings)
+        except VectorDBUnavailableError as exc:
+            log.error("vector store unavailable: %s", exc)
+            raise
+        return cls(retriever, settings)
+
+    @property
+    def cache(self) -> GenerationCache:
+        return self._cache
+
+    # ------------------------------------------------------------------------------------------
+    def search(self, query: str, mode: str | None = None, top_k: int = 5) -> list[SearchResult]:
+        """The top_k chunks for query in the mode's order, no threshold, no result cache.
+
+        This is the ``search(question, mode, top_k)`` callable the evaluation uses.
+        """
+        _check_top_k(top_k)
+        return self._guard(self.retriever.search, query, mode, top_k)
+
+    def retrieve(self, request: RetrieveRequest) -> RAGContext:
+        start = time.perf_counter()
+        query = validate_query(request.query, self.settings.max_query_chars)
+        mode = normalise_mode(request.mode, self.settings.retrieval_mode)
+        _check_top_k(request.max_chunks, name="max_chunks")
+        min_relevance = self.settings.min_relevance if request.min_relevance is None else float(request.min_relevance)
+        if not -1.0 <= min_relevance <= 1.0:
+            raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {min_relevance}")
+
+        generation = read_generation(self.settings.state_dir)
+        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance)
+        hit = self._cache.get(key, generation)
+        if hit is not None:
+            return dataclasses.replace(
+                hit, query_id=uuid.uuid4(), cached=True, elapsed_ms=(time.perf_counter() - start) * 1000
+            )
+
+        retrieval = self._guard(self.retriever.retrieve, query, mode, int(request.max_chunks))
+        candidates = [
+            _to_chunk(r, rank) for rank, r in enumerate(retrieval.results, 1)
+        ]
+        scores = [c.relevance_score for c in candidates]
+        avg = statistics.fmean(scores) if scores else 0.0
+        meets = bool(candidates) and avg >= min_relevance
+        chunks = [c for c in candidates if c.relevance_score >= min_relevance] if meets else []
+        chunks.sort(key=lambda c: (-c.relevance_score, c.retrieval_rank))
+        context = RAGContext(
+            context_id=uuid.uuid4(),
+            query_id=uuid.uuid4(),
+            query=query,
+            mode=retrieval.mode,
+            document_chunks=chunks,
+            relevance_scores=[c.relevance_score for c in chunks],
+            total_chunks=len(chunks),
+            avg_relevance=avg,
+            meets_threshold=meets,
+            min_relevance=min_relevance,
+            fallback_used=retrieval.fallback_used,
+            generation=generation,
+            elapsed_ms=(time.perf_counter() - start) * 1000,
+            weights=retrieval.weights,
+        )
+        self._cache.set(key, generation, context)
+        return context
+
+    def query(self, query: str, method: str = "hybrid", top_k: int = 5, **kwargs) -> dict[str, Any]:
+        """The multi-pipeline API (pipeline-api-contract): contexts for query, no generated answer.
+
+        kwargs: context_key, min_relevance (default RAG_MIN_RELEVANCE).
+        Raises ValueError (InvalidQueryError is one) for a missing/empty/too long query, an unknown
+        method or top_k outside 1..100.
+        """
+        start = time.perf_counter()
+        _check_top_k(top_k)
+        method = normalise_mode(method, self.settings.retrieval_mode)  # ValueError for an unknown method
+        unknown = set(kwargs) - {"context_key", "min_relevance"}
+        if unknown:
+            raise ValueError(f"unexpected arguments: {', '.join(sorted(unknown))} (accepted: context_key, min_relevance)")
+        context = self.retrieve(
+            RetrieveRequest(
+                query=query,
+                context_key=kwargs.get("context_key"),
+                max_chunks=top_k,
+                min_relevance=kwargs.get("min_relevance"),
+                mode=method,
+            )
+        )
+        sources: list[str] = []
+        for chunk in context.document_chunks:
+            if chunk.doc_path not in sources:
+                sources.append(chunk.doc_path)
+        return {
+            "answer": "",
+            "contexts": [c.text for c in context.document_chunks],
+            "metadata": {
+                "retrieval_method": context.mode,
+                "context_count": context.total_chunks,
+                "sources": sources,
+                "execution_time_ms": (time.perf_counter() - start) * 1000,
+                "pipeline_type": PIPELINE_TYPE,
+                "fallback_used": context.fallback_used,
+                # beyond the contract
+                "chunk_ids": [c.chunk_id for c in context.document_chunks],
+                "relevance_scores": context.relevance_scores,
+                "avg_relevance": context.avg_relevance,
+                "meets_threshold": context.meets_threshold,
+                "cached": context.cached,
+            },
+        }
+
+    # ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _guard(fn, *args):
+        try:
+            return fn(*args)
+        except VectorDBUnavailableError as exc:
+            log.error("vector store unavailable: %s", exc)
+            raise
+
+
+def _check_top_k(value: Any, name: str = "top_k") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
+        raise ValueError(f"{name} must be an integer between 1 and {MAX_TOP_K}, got {value!r}")
+
+
+def _to_chunk(result: SearchResult, rank: int) -> DocumentChunk:
+    meta = {k: v for k, v in result.metadata.items() if k not in _INTERNAL_KEYS}
+    if result.section:
+        meta.setdefault("section", result.section)
+    return DocumentChunk(
+        chunk_id=result.chunk_id,
+        document_id=result.doc_path,
+        doc_path=result.doc_path,
+        text=result.text,
+        metadata=meta,
+        relevance_score=float(result.relevance if result.relevance is not None else 0.0),
+        position_in_doc=result.chunk_index,
+        section=result.section,
+        heading_breadcrumb=result.heading_breadcrumb,
+        retrieval_rank=rank,
+        retrieval_score=float(result.score),
+    )

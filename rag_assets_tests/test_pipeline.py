@@ -1,0 +1,150 @@
+"""RAGPipeline: retrieve/query contracts, thresholds, caching, errors (sample corpus, index built once)."""
+
+import dataclasses
+
+import pytest
+
+from rag_assets import RAGContext, RAGPipeline, RetrieveRequest
+from rag_assets.config import Settings
+from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
+from rag_assets.index_generation import bump_generation
+from rag_assets_tests.index_builder import build_sample_index
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_sample_index(tmp_path_factory.mktemp("pipeline"))
+
+
+@pytest.fixture
+def pipeline(built):
+    return RAGPipeline.from_settings(built[1])
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+def test_off_topic_question_returns_nothing(pipeline, mode):
+    ctx = pipeline.retrieve(RetrieveRequest("How do I cook pasta?", context_key="test:user1", mode=mode))
+    assert isinstance(ctx, RAGContext)
+    assert ctx.document_chunks == [] and ctx.relevance_scores == [] and ctx.total_chunks == 0
+    assert ctx.meets_threshold is False
+    assert ctx.avg_relevance < pipeline.settings.min_relevance
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+def test_on_topic_question_returns_cited_chunks(pipeline, mode):
+    ctx = pipeline.retrieve(RetrieveRequest("How can I create multiple test cases?", max_chunks=1, mode=mode))
+    assert ctx.meets_threshold and ctx.total_chunks == 1
+    chunk = ctx.document_chunks[0]
+    assert chunk.doc_path == chunk.document_id == "guide/evaluation.md"
+    assert chunk.metadata["section"] == "Creating test cases"
+    assert chunk.metadata["source"] == "Product docs" and chunk.metadata["doc_type"] == "guide"
+    assert chunk.metadata["last_update_date"] == "2024-05-01"
+    assert chunk.position_in_doc == 0 and chunk.retrieval_rank == 1
+    assert 0.5 < chunk.relevance_score <= 1.0
+
+
+def test_relevance_ordering_and_keyword_hits_get_a_cosine(pipeline):
+    ctx = pipeline.retrieve(RetrieveRequest("rate limit requests per minute 429", max_chunks=3, min_relevance=-1.0))
+    scores = [c.relevance_score for c in ctx.document_chunks]
+    assert scores == sorted(scores, reverse=True) == ctx.relevance_scores
+    assert ctx.document_chunks[0].doc_path == "rate-limits.md"
+    kw = pipeline.retrieve(RetrieveRequest("retry-after header", mode="keyword", min_relevance=-1.0))
+    assert kw.document_chunks and all(c.relevance_score != 0.0 for c in kw.document_chunks)
+
+
+def test_threshold_uses_average_and_filters_chunks(pipeline):
+    low = pipeline.retrieve(RetrieveRequest("server-sent events", max_chunks=4, min_relevance=-1.0, mode="vector"))
+    assert low.total_chunks == 4 and low.meets_threshold
+    # the average passes, so the chunks that qualify on their own come back, the others do not
+    mid = pipeline.retrieve(RetrieveRequest("server-sent events", max_chunks=4, min_relevance=0.05, mode="vector"))
+    assert mid.avg_relevance >= 0.05 and mid.meets_threshold
+    assert 1 <= mid.total_chunks < 4 and all(s >= 0.05 for s in mid.relevance_scores)
+    strict = pipeline.retrieve(RetrieveRequest("server-sent events", max_chunks=4, min_relevance=0.99, mode="vector"))
+    assert strict.document_chunks == [] and not strict.meets_threshold
+    assert strict.avg_relevance == pytest.approx(low.avg_relevance)
+
+
+def test_result_cache_hit_and_invalidation(built):
+    env, settings = built
+    pipeline = RAGPipeline.from_settings(settings)
+    request = RetrieveRequest("How do I stream responses?", context_key="chan:1")
+    first = pipeline.retrieve(request)
+    second = pipeline.retrieve(request)
+    assert not first.cached and second.cached
+    assert second.context_id == first.context_id and second.document_chunks == first.document_chunks
+    # another context_key, mode or max_chunks is another entry
+    assert not pipeline.retrieve(dataclasses.replace(request, context_key="chan:2")).cached
+    assert not pipeline.retrieve(dataclasses.replace(request, max_chunks=2)).cached
+    # an ingest that changed the index drops every entry
+    bump_generation(settings.state_dir)
+    third = pipeline.retrieve(request)
+    assert not third.cached and pipeline.cache.invalidations == 1
+    assert pipeline.retrieve(request).cached
+
+
+def test_result_cache_expires(built):
+    settings = dataclasses.replace(built[1], query_cache_ttl_seconds=0.0)
+    pipeline = RAGPipeline.from_settings(settings)
+    request = RetrieveRequest("How do I stream responses?")
+    pipeline.retrieve(request)
+    assert not pipeline.retrieve(request).cached
+
+
+def test_query_embeddings_are_cached(pipeline):
+    calls = []
+    embedder = pipeline.retriever.embedder
+    original = embedder.embed_query
+    embedder.embed_query = lambda text: calls.append(text) or original(text)
+    try:
+        for mode in ("vector", "hybrid", "keyword"):
+            pipeline.search("grading results on a scale", mode, 2)
+    finally:
+        del embedder.embed_query
+    assert calls == ["grading results on a scale"]
+
+
+@pytest.mark.parametrize("bad", ["", "   \n\t", "x" * 2001, None])
+def test_invalid_queries(pipeline, bad):
+    with pytest.raises(InvalidQueryError, match="query"):
+        pipeline.retrieve(RetrieveRequest(bad))
+    with pytest.raises(ValueError, match="query"):  # InvalidQueryError is a ValueError
+        pipeline.query(bad)
+
+
+def test_query_contract(pipeline):
+    result = pipeline.query("How do I stream responses with server-sent events?", method="hybrid", top_k=3)
+    assert result["answer"] == ""
+    meta = result["metadata"]
+    for key in ("retrieval_method", "context_count", "sources", "execution_time_ms", "pipeline_type", "fallback_used"):
+        assert key in meta
+    assert meta["retrieval_method"] == "hybrid" and meta["fallback_used"] is False
+    assert meta["context_count"] == len(result["contexts"]) >= 1
+    assert meta["sources"][0] == "guide/streaming.md"
+    assert pipeline.query("How do I cook pasta?")["contexts"] == []
+    for top_k in (0, 101, -1, 2.5, True):
+        with pytest.raises(ValueError, match="top_k"):
+            pipeline.query("streaming", top_k=top_k)
+    with pytest.raises(ValueError, match="mode"):
+        pipeline.query("streaming", method="graph")
+    assert pipeline.query("streaming", method="bm25", top_k=1)["metadata"]["retrieval_method"] == "keyword"
+
+
+def test_search_returns_search_results(pipeline):
+    results = pipeline.search("HTTP 429 retry-after", "keyword", 2)
+    assert results[0].doc_path == "rate-limits.md"
+    d = results[0].as_dict()
+    assert set(d) >= {"chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score"}
+    assert [r.chunk_id for r in pipeline.search("HTTP 429", "hybrid", 4)][:1] == [results[0].chunk_id]
+
+
+def test_unreachable_store_raises(tmp_path):
+    settings = Settings.from_env({}, chroma_host="127.0.0.1", chroma_port=9, state_dir=tmp_path, cache_dir=tmp_path)
+    with pytest.raises(VectorDBUnavailableError):
+        RAGPipeline.from_settings(settings)
+
+
+def test_package_exports():
+    import rag_assets
+
+    assert rag_assets.RAGPipeline is RAGPipeline and rag_assets.RetrieveRequest is RetrieveRequest
+    assert RetrieveRequest("q").max_chunks == 5 and RetrieveRequest("q").min_relevance is None
