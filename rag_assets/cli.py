@@ -1,4 +1,4 @@
-"""The `rag` command line: ingest, ingest-doc, query. Ingestion always runs through Dagster.
+"""The `rag` command line: ingest, ingest-doc, query, evaluate. Ingestion always runs through Dagster.
 
 Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration.
 """
@@ -51,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="retrieval mode (default: RAG_RETRIEVAL_MODE or hybrid)")
     p.add_argument("--top-k", type=int, default=5, help="results per question, 1-100 (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("evaluate", help="score retrieval on the eval sets (materializes retrieval_evaluation)")
+    p.add_argument("--eval-set", action="append", metavar="FILE.jsonl",
+                   help="an eval set (repeatable; default: every *.jsonl under RAG_EVAL_DIR)")
+    p.add_argument("--top-k", type=int, default=0, help="results retrieved per question (default RAG_EVAL_TOP_K=10)")
+    p.add_argument("--json", action="store_true", help="print the metrics (mode -> metric -> value) and per-question rows")
     return parser
 
 
@@ -62,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "docs_dir", None):
             os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
-        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query}[args.command](args)
+        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate}[args.command](args)
     except (ConfigurationError, FileNotFoundError) as exc:
         print(f"rag: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -193,6 +199,64 @@ def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int) -> int:
     if failures:
         print(f"rag: {failures} line(s) of {batch} failed", file=sys.stderr)
     return EXIT_PARTIAL if failures else EXIT_OK
+
+
+# The table `rag evaluate` prints: section-level headline metrics, one column per mode.
+_EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "section.recall@5",
+               "section.recall@10", "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10",
+               "ragas.id_based_context_precision", "ragas.id_based_context_recall", "latency_ms.p95")
+
+
+def _evaluate(args) -> int:
+    from rag_assets.config import Settings
+    from rag_assets.orchestration.runs import evaluate
+
+    Settings.from_env()
+    if args.top_k and not 1 <= args.top_k <= 100:
+        print("rag: --top-k must be between 1 and 100", file=sys.stderr)
+        return EXIT_USAGE
+    for path in args.eval_set or []:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no such eval set: {path}")
+    outcome = evaluate(args.eval_set, args.top_k or None)
+    if not outcome.success:
+        print(f"rag: evaluation failed (run {outcome.run_id}): {outcome.error}", file=sys.stderr)
+        return EXIT_PARTIAL
+    modes = outcome.summary.get("modes", {})
+    if args.json:
+        import pandas as pd
+
+        rows = pd.read_parquet(outcome.rows_path).to_dict(orient="records") if outcome.rows_path else []
+        payload = {"metrics": modes, "checks": outcome.checks, "skipped": outcome.summary.get("skipped", {}),
+                   "questions": outcome.summary.get("questions"), "top_k": outcome.summary.get("top_k"),
+                   "run_id": outcome.run_id, "rows": rows}
+        print(json.dumps(payload, indent=2, default=_jsonable, ensure_ascii=False))
+    else:
+        names = [m for m in ("vector", "keyword", "hybrid") if m in modes] + [m for m in modes if m not in ("vector", "keyword", "hybrid")]
+        print(f"{outcome.summary.get('questions')} questions, top_k={outcome.summary.get('top_k')} (run {outcome.run_id})")
+        print(f"{'metric':34}" + "".join(f"{m:>10}" for m in names))
+        for metric in _EVAL_TABLE:
+            values = [modes[m].get(metric) for m in names]
+            if all(v is None for v in values):
+                continue
+            print(f"{metric:34}" + "".join(f"{v:>10.3f}" if v is not None else f"{'-':>10}" for v in values))
+        for reason in sorted(set(outcome.summary.get("skipped", {}).values()))[:3]:
+            print(f"skipped: {reason}")
+        print(f"per-question results: {outcome.rows_path}")
+    sys.stdout.flush()
+    failed_errors = 0
+    for name, check in outcome.checks.items():
+        status = "passed" if check["passed"] else f"FAILED ({check['severity']})"
+        detail = check["metadata"].get("problems", "")
+        print(f"check {name}: {status}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
+        failed_errors += (not check["passed"]) and check["severity"] == "ERROR"
+    return EXIT_PARTIAL if failed_errors else EXIT_OK
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
 
 
 if __name__ == "__main__":

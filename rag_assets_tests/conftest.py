@@ -88,6 +88,7 @@ def rag_env(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("RAG_EVAL_DIR", str(tmp_path / "eval"))
+    monkeypatch.setenv("RAG_EVAL_RESULTS_DIR", str(tmp_path / "eval_results"))
     for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     return tmp_path

@@ -6,12 +6,13 @@ import dagster as dg
 
 from .assets import INGESTION_ASSETS, PER_DOCUMENT_ASSETS, documents_partitions
 from .checks import INGESTION_CHECKS
+from .evaluation import EVALUATION_ASSETS
 from .resources import EmbedderResource, VectorStoreResource
 from .schedules import nightly_reconcile
 from .sensors import docs_sensor
 
 defs = dg.Definitions(
-    assets=INGESTION_ASSETS,
+    assets=[*INGESTION_ASSETS, *EVALUATION_ASSETS],
     asset_checks=INGESTION_CHECKS,
     sensors=[docs_sensor],
     schedules=[nightly_reconcile],

@@ -21,6 +21,7 @@ from rag_assets.models import DocumentRef
 from rag_assets.stage_store import StageStore
 
 from rag_assets.orchestration.definitions import defs as definitions
+from .evaluation import retrieval_evaluation
 from .assets import PER_DOCUMENT_ASSETS, chunking_setup, document_catalog, documents_partitions, vector_index
 from .resources import EmbedderResource, VectorStoreResource, current_settings
 
@@ -142,6 +143,49 @@ def ingest(only_doc_paths: Sequence[str] | None = None) -> IngestSummary:
     summary.documents_failed = len(summary.errors)
     summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+@dataclass
+class EvaluateOutcome:
+    run_id: str
+    success: bool
+    summary: dict  # mode -> metric -> value, skipped, top_k, questions (the saved JSON)
+    rows_path: str | None  # per-question parquet
+    checks: dict[str, dict]  # check name -> {"passed", "severity", "metadata"}
+    error: str = ""
+
+
+def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -> EvaluateOutcome:
+    """Materialize retrieval_evaluation (a run on the instance, like one launched from the UI)."""
+    import json
+
+    instance = get_instance()
+    config: dict = {}
+    if eval_sets:
+        config["eval_sets"] = [str(Path(p).resolve()) for p in eval_sets]
+    if top_k:
+        config["top_k"] = top_k
+    run = definitions.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance,
+        asset_selection=[retrieval_evaluation.key],
+        run_config={
+            "ops": {"retrieval_evaluation": {"config": config}},
+            "loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "WARNING")}}},
+        },
+        raise_on_error=False,
+    )
+    meta = _materialization_metadata(run).get("retrieval_evaluation", {})
+    rows_path = meta.get("results_parquet")
+    summary = json.loads(Path(rows_path).with_suffix(".json").read_text()) if rows_path else {}
+    checks = {
+        e.check_name: {
+            "passed": e.passed,
+            "severity": e.severity.value,
+            "metadata": {k: v.value for k, v in e.metadata.items()},
+        }
+        for e in run.get_asset_check_evaluations()
+    }
+    return EvaluateOutcome(run.run_id, run.success, summary, rows_path, checks, "" if run.success else _first_error(run))
 
 
 def _first_error(result: dg.ExecuteInProcessResult) -> str:

@@ -1,5 +1,6 @@
 """nightly_reconcile: a full discovery and a pass over every document, for anything the sensor
-missed (edits while the daemon was down, stale partitions). Off by default; switch it on in the UI."""
+missed (edits while the daemon was down, stale partitions), then the evaluation. Off by default;
+switch it on in the UI."""
 
 
 import os
@@ -7,6 +8,7 @@ import os
 import dagster as dg
 
 from .assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions
+from .evaluation import retrieval_evaluation
 from .sensors import range_tags
 
 RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
@@ -15,7 +17,7 @@ RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 @dg.schedule(
     name="nightly_reconcile",
     cron_schedule=RECONCILE_CRON,
-    target=[document_catalog, *PER_DOCUMENT_ASSETS],
+    target=[document_catalog, *PER_DOCUMENT_ASSETS, retrieval_evaluation],
     default_status=dg.DefaultScheduleStatus.STOPPED,
 )
 def nightly_reconcile(context: dg.ScheduleEvaluationContext):
@@ -32,4 +34,6 @@ def nightly_reconcile(context: dg.ScheduleEvaluationContext):
                 tags=range_tags(list(keys), set(keys)),
             )
         )
+    # queued after the ingestion runs (the run queue runs one at a time): tonight's quality score
+    requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}", asset_selection=[retrieval_evaluation.key]))
     return requests

@@ -1,0 +1,286 @@
+"""Run an eval set through a search function in several modes and report the scores.
+
+``search(question, mode, top_k) -> list[SearchResult]`` is any callable; the results are taken
+in the order returned (rank order as given, ties never re-sorted) and cut at ``top_k``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import pandas as pd
+
+from rag_assets.evaluation.evalset import EvalQuestion
+from rag_assets.evaluation.matching import (
+    DOCUMENT,
+    LEVELS,
+    SECTION,
+    ChunkLike,
+    entry_id,
+    expected_for_level,
+    rank_units,
+    unresolved_labels,
+)
+from rag_assets.evaluation.metrics import KS, RANK_CUTOFF, mean_metrics, metric_names, question_metrics
+
+SearchFn = Callable[[str, str, int], Sequence[ChunkLike]]
+AnswerFn = Callable[[str, Sequence[ChunkLike]], str]
+DEFAULT_MODES = ("vector", "keyword", "hybrid")
+TOP_UNITS_SHOWN = 5
+LIST_COLUMNS = ("expected_units", "retrieved_units", "retrieved_docs", "missed")
+
+
+@dataclass
+class EvaluationReport:
+    modes: tuple[str, ...]
+    top_k: int
+    ks: tuple[int, ...]
+    metrics: dict[str, dict[str, float]]  # mode → flat metric name (e.g. "section.recall@5") → mean
+    ragas: dict[str, dict[str, float]]  # mode → ragas metric → mean
+    skipped: dict[str, str]  # metric → reason it was not computed
+    rows: pd.DataFrame  # one row per (question, mode)
+    questions: list[EvalQuestion] = field(default_factory=list, repr=False)
+    created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    ragas_seconds: dict[str, float] = field(default_factory=dict)
+
+    # -- views ---------------------------------------------------------------------------------
+    def metric_names(self, level: str | None = None) -> list[str]:
+        levels = LEVELS if level is None else (level,)
+        return [f"{lv}.{name}" for lv in levels for name in metric_names(self.ks)]
+
+    def worst(self, mode: str, n: int = 5, level: str = SECTION) -> pd.DataFrame:
+        """The n questions with the lowest recall@(largest k), then lowest reciprocal rank
+        (ties by question id), with what was expected, what came back and what was missed."""
+        recall = f"{level}.recall@{max(self.ks)}"
+        rr = f"{level}.mrr@{RANK_CUTOFF}"
+        df = self.rows[self.rows["mode"] == mode]
+        if df.empty and mode not in self.modes:
+            raise KeyError(f"unknown mode {mode!r}; evaluated: {list(self.modes)}")
+        df = df.sort_values([recall, rr, "question_id"], kind="mergesort")
+        cols = ["question_id", "question", "expected_units", "retrieved_units", "missed", recall, rr]
+        return df[cols].head(n).reset_index(drop=True)
+
+    def markdown_table(self, mode: str | None = None, level: str | None = None) -> str:
+        """Metric | value (one mode) or metric | mode1 | mode2 ... (all modes)."""
+        modes = list(self.modes) if mode is None else [mode]
+        for m in modes:
+            if m not in self.metrics:
+                raise KeyError(f"unknown mode {mode!r}; evaluated: {list(self.modes)}")
+        names = self.metric_names(level) + sorted({f"ragas.{k}" for m in modes for k in self.ragas.get(m, {})})
+        header = "| metric | " + " | ".join(modes if len(modes) > 1 else ["value"]) + " |"
+        lines = [header, "|" + "---|" * (len(modes) + 1)]
+        for name in names:
+            values = [self._value(m, name) for m in modes]
+            lines.append(f"| {name} | " + " | ".join(_fmt(v) for v in values) + " |")
+        return "\n".join(lines)
+
+    def _value(self, mode: str, name: str) -> float:
+        if name.startswith("ragas."):
+            return self.ragas.get(mode, {}).get(name[len("ragas."):], math.nan)
+        return self.metrics.get(mode, {}).get(name, math.nan)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict: ``modes`` (mode → metric → value, ragas ones prefixed ``ragas.``),
+        ``skipped``, ``rows``; NaN becomes ``null``."""
+        modes = {
+            m: {**self.metrics.get(m, {}), **{f"ragas.{k}": v for k, v in self.ragas.get(m, {}).items()}}
+            for m in self.modes
+        }
+        return _json_safe(
+            {
+                "created_at": self.created_at.isoformat(),
+                "top_k": self.top_k,
+                "questions": len(self.questions),
+                "modes": modes,
+                "skipped": dict(self.skipped),
+                "rows": self.rows.to_dict(orient="records"),
+            }
+        )
+
+    def save(self, directory: str | Path, prefix: str = "eval") -> dict[str, Path]:
+        """Write ``<prefix>-<UTC timestamp>.parquet`` / ``.csv`` / ``.json`` and ``latest.parquet`` /
+        ``latest.json`` under ``directory``; returns the paths written."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        stamp = self.created_at.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stem, n = f"{prefix}-{stamp}", 1
+        while (directory / f"{stem}.parquet").exists():
+            n += 1
+            stem = f"{prefix}-{stamp}-{n}"
+        paths = {
+            "parquet": directory / f"{stem}.parquet",
+            "csv": directory / f"{stem}.csv",
+            "json": directory / f"{stem}.json",
+            "latest_parquet": directory / "latest.parquet",
+            "latest_json": directory / "latest.json",
+        }
+        rows = self.rows.copy()
+        for col in LIST_COLUMNS:
+            if col in rows:
+                rows[col] = rows[col].map(list)
+        rows.to_parquet(paths["parquet"], index=False)
+        rows.to_parquet(paths["latest_parquet"], index=False)
+        csv_rows = rows.copy()
+        for col in LIST_COLUMNS:
+            if col in csv_rows:
+                csv_rows[col] = csv_rows[col].map(" | ".join)
+        csv_rows.to_csv(paths["csv"], index=False)
+        summary = self.to_json()
+        summary.pop("rows")
+        text = json.dumps(summary, indent=2, sort_keys=True)
+        paths["json"].write_text(text + "\n", encoding="utf-8")
+        paths["latest_json"].write_text(text + "\n", encoding="utf-8")
+        return paths
+
+    def unresolved_labels(self, index_units: Iterable[Any], doc_paths: Iterable[str] | None = None) -> list[dict]:
+        """Expected entries of the evaluated questions that point at nothing in the index
+        (see :func:`rag_assets.evaluation.matching.unresolved_labels`)."""
+        return [u.as_dict() for u in unresolved_labels(self.questions, index_units, doc_paths)]
+
+
+def evaluate_retrieval(
+    questions: Iterable[EvalQuestion],
+    search: SearchFn,
+    modes: Sequence[str] = DEFAULT_MODES,
+    top_k: int = 10,
+    *,
+    ks: Sequence[int] = KS,
+    ragas: bool = True,
+    llm_config: Any = "env",
+    answer_fn: AnswerFn | None = None,
+) -> EvaluationReport:
+    """Search every question in every mode, score section- and document-level metrics, and
+    (``ragas=True``) the ragas metrics. ``llm_config``: ``"env"`` (read OPENAI_* variables),
+    ``None`` (no LLM) or a :class:`ragas_scores.LLMConfig`. ``answer_fn(question, results)``
+    produces answers for the answer-level LLM metrics; without it they are skipped with a reason.
+    A search that raises counts as zero results and its error is kept in the row."""
+    if top_k < 1:
+        raise ValueError("top_k must be >= 1")
+    questions = list(questions)
+    modes = tuple(modes)
+    ks = tuple(k for k in ks if k <= top_k) or (top_k,)
+    rows: list[dict[str, Any]] = []
+    samples_by_mode: dict[str, list] = {m: [] for m in modes}
+    if ragas:
+        from rag_assets.evaluation import ragas_scores
+
+    for mode in modes:
+        for q in questions:
+            error = None
+            started = time.perf_counter()
+            try:
+                results = list(search(q.question, mode, top_k))[:top_k]
+            except Exception as exc:  # one failing question must not stop the run
+                results, error = [], f"{type(exc).__name__}: {exc}"
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            row: dict[str, Any] = {
+                "question_id": q.id,
+                "question": q.question,
+                "mode": mode,
+                "n_results": len(results),
+                "latency_ms": latency_ms,
+                "error": error,
+            }
+            units = {}
+            for level in LEVELS:
+                units[level] = rank_units(results, q.expected, level, top_k)
+                n_expected = len(expected_for_level(q.expected, level))
+                scores = question_metrics([u.satisfies for u in units[level]], n_expected, ks)
+                row.update({f"{level}.{k}": v for k, v in scores.items()})
+            entries = expected_for_level(q.expected, SECTION)
+            found = set().union(*(u.satisfies for u in units[SECTION])) if units[SECTION] else set()
+            row["expected_units"] = [entry_id(e) or e.describe() for e in entries]
+            row["retrieved_units"] = [u.id for u in units[SECTION][:TOP_UNITS_SHOWN]]
+            row["retrieved_docs"] = [u.id for u in units[DOCUMENT][:TOP_UNITS_SHOWN]]
+            row["missed"] = [entry_id(e) or e.describe() for i, e in enumerate(entries) if i not in found]
+            rows.append(row)
+            if ragas:
+                response = answer_fn(q.question, results) if answer_fn is not None else None
+                samples_by_mode[mode].append(
+                    ragas_scores.build_sample(q, units[SECTION], [r.text for r in results], response)
+                )
+
+    ragas_means: dict[str, dict[str, float]] = {m: {} for m in modes}
+    skipped: dict[str, str] = {}
+    ragas_seconds: dict[str, float] = {}
+    if ragas:
+        per_mode_rows = {m: [r for r in rows if r["mode"] == m] for m in modes}
+        for mode in modes:
+            try:
+                result = ragas_scores.score_samples(samples_by_mode[mode], llm_config=llm_config)
+            except ImportError as exc:
+                for name in ragas_scores.OFFLINE_METRICS + ragas_scores.LLM_METRICS:
+                    skipped.setdefault(name, f"ragas unavailable: {exc}")
+                continue
+            ragas_means[mode] = result.scores
+            ragas_seconds[mode] = result.elapsed_s
+            for name, reason in result.skipped.items():
+                skipped.setdefault(name, reason)
+            for row, extra in zip(per_mode_rows[mode], result.per_sample):
+                row.update({f"ragas.{k}": v for k, v in extra.items()})
+    else:
+        skipped["ragas"] = "disabled (ragas=False)"
+
+    frame = pd.DataFrame(rows)
+    metrics: dict[str, dict[str, float]] = {}
+    score_columns = [f"{lv}.{n}" for lv in LEVELS for n in metric_names(ks)]
+    for mode in modes:
+        mode_rows = [r for r in rows if r["mode"] == mode]
+        means = mean_metrics({c: r[c] for c in score_columns} for r in mode_rows)
+        latencies = [r["latency_ms"] for r in mode_rows]
+        means["latency_ms.mean"] = statistics.fmean(latencies) if latencies else math.nan
+        means["latency_ms.p50"] = _percentile(latencies, 50)
+        means["latency_ms.p95"] = _percentile(latencies, 95)
+        means["questions"] = float(len(mode_rows))
+        means["search_errors"] = float(sum(1 for r in mode_rows if r["error"]))
+        metrics[mode] = means
+    return EvaluationReport(
+        modes=modes,
+        top_k=top_k,
+        ks=ks,
+        metrics=metrics,
+        ragas=ragas_means,
+        skipped=skipped,
+        rows=frame,
+        questions=questions,
+        ragas_seconds=ragas_seconds,
+    )
+
+
+def _percentile(values: Sequence[float], pct: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * pct / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _fmt(value: float) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays / scalars
+        return _json_safe(value.tolist())
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)

@@ -1,0 +1,105 @@
+"""retrieval_evaluation materialized on a real instance over a real index of the test corpus."""
+
+import json
+import subprocess
+import sys
+import os
+
+import dagster as dg
+import pandas as pd
+import pytest
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions
+from rag_assets.orchestration.evaluation import retrieval_evaluation
+from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
+
+RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+
+GOOD = [
+    {"id": "tests", "question": "How do I add more test cases in the evaluation tool?",
+     "expected": [{"doc_path": "guide/evaluation.md", "section": "Creating test cases"}]},
+    {"id": "429", "question": "What HTTP status comes back when I exceed the requests per minute?",
+     "expected": [{"doc_path": "rate-limits.md", "section": "Requests per minute"}]},
+    {"id": "sse", "question": "How can I receive the response incrementally as events?",
+     "expected": [{"doc_path": "guide/streaming.md", "section": "Server-sent events"}]},
+]
+DRIFTED = [
+    {"id": "gone", "question": "How are prompts versioned?",
+     "expected": [{"doc_path": "guide/evaluation.md", "section": "Prompt versioning"}]},
+    {"id": "moved", "question": "What are the quotas?", "expected": [{"doc_path": "quotas.md"}]},
+]
+
+
+def write_eval(path, questions, extra_lines=()):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(q) for q in questions] + list(extra_lines)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def indexed(rag_env, dagster_home):
+    with dg.DagsterInstance.get() as instance:
+        assert dg.materialize([document_catalog], instance=instance, resources=RESOURCES).success
+        keys = instance.get_dynamic_partitions(documents_partitions.name)
+        tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]}
+        assert dg.materialize(PER_DOCUMENT_ASSETS, instance=instance, resources=RESOURCES, tags=tags).success
+        yield instance
+
+
+def _evaluate(instance):
+    result = dg.materialize([retrieval_evaluation], instance=instance, resources=RESOURCES, raise_on_error=False)
+    meta = {k: v.value for k, v in result.asset_materializations_for_node("retrieval_evaluation")[0].metadata.items()}
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    return result, meta, checks
+
+
+def test_scores_every_mode_saves_rows_and_passes_its_checks(indexed, rag_env, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.6")
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD, extra_lines=['{"id": "broken", "question": ""}', "not json"])
+    result, meta, checks = _evaluate(indexed)
+    assert result.success
+    assert meta["questions"] == 3 and meta["eval_set_errors"] == 2
+    for mode in ("vector", "keyword", "hybrid"):
+        assert 0.0 <= meta[f"{mode}/section.recall@5"] <= 1.0
+        assert f"| section.mrr@10 |" in meta[f"{mode}/table"]
+    assert meta["hybrid/section.recall@5"] >= 2 / 3
+    assert checks["retrieval_quality"].passed and checks["eval_labels_resolve"].passed
+    rows = pd.read_parquet(meta["results_parquet"])
+    assert len(rows) == 9 and set(rows["mode"]) == {"vector", "keyword", "hybrid"}
+    # LLM-judged metrics are skipped with the reason recorded, never scored as zero
+    assert "no LLM configured" in meta["ragas_skipped"]["answer_correctness"]
+    assert "hybrid/ragas.answer_correctness" not in meta
+
+
+def test_checks_fail_when_quality_is_broken_and_labels_drift(indexed, rag_env, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.9")
+    monkeypatch.setenv("RAG_EVAL_CHECK_SEVERITY", "ERROR")
+    write_eval(rag_env / "eval" / "drifted.jsonl", DRIFTED)
+    _, meta, checks = _evaluate(indexed)
+    assert meta["hybrid/section.recall@5"] == 0.0
+    assert not checks["retrieval_quality"].passed
+    assert checks["retrieval_quality"].severity == dg.AssetCheckSeverity.ERROR
+    labels = checks["eval_labels_resolve"]
+    assert not labels.passed and labels.metadata["unresolved"].value == 2
+    problems = labels.metadata["problems"].value
+    assert "Prompt versioning" in problems and "quotas.md" in problems
+
+
+def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
+    eval_file = write_eval(rag_env / "elsewhere" / "set.jsonl", GOOD)
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.5")
+    cmd = [sys.executable, "-m", "rag_assets", "evaluate", "--eval-set", str(eval_file), "--top-k", "5", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out["metrics"]) == {"vector", "keyword", "hybrid"}
+    assert out["top_k"] == 5 and len(out["rows"]) == 9
+    assert out["checks"]["retrieval_quality"]["passed"] is True
+
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "1.01")
+    monkeypatch.setenv("RAG_EVAL_CHECK_SEVERITY", "ERROR")
+    proc = subprocess.run(cmd[:-1], capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert proc.returncode == 1 and "retrieval_quality: FAILED (ERROR)" in proc.stderr
+    assert "section.recall@5" in proc.stdout
