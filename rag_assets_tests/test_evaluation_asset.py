@@ -103,3 +103,20 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     proc = subprocess.run(cmd[:-1], capture_output=True, text=True, env=os.environ.copy(), timeout=300)
     assert proc.returncode == 1 and "retrieval_quality: FAILED (ERROR)" in proc.stderr
     assert "section.recall@5" in proc.stdout
+
+
+def test_evaluation_is_requested_after_ingestion_changes_the_index(indexed, rag_env):
+    from rag_assets.orchestration.definitions import defs
+
+    # Dagster's first evaluation only records the state the condition starts from
+    first = dg.evaluate_automation_conditions(defs=defs, instance=indexed)
+    quiet = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=first.cursor)
+    assert quiet.total_requested == 0  # nothing changed since
+    doc = rag_env / "docs" / "rate-limits.md"
+    doc.write_text(doc.read_text() + "\nEnterprise tiers negotiate custom limits.\n")
+    assert dg.materialize(PER_DOCUMENT_ASSETS, instance=indexed, resources=RESOURCES, partition_key="rate-limits.md").success
+    after = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=quiet.cursor)
+    assert after.total_requested == 1
+    assert after.get_num_requested(retrieval_evaluation.key) == 1
+    settled = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=after.cursor)
+    assert settled.total_requested == 0  # requested once per change, not on every tick

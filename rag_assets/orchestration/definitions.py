@@ -6,7 +6,7 @@ import dagster as dg
 
 from .assets import INGESTION_ASSETS, PER_DOCUMENT_ASSETS, documents_partitions
 from .checks import INGESTION_CHECKS
-from .evaluation import EVALUATION_ASSETS
+from .evaluation import EVALUATION_ASSETS, evaluation_automation
 from .resources import EmbedderResource, VectorStoreResource
 from .schedules import nightly_reconcile
 from .sensors import docs_sensor
@@ -14,7 +14,7 @@ from .sensors import docs_sensor
 defs = dg.Definitions(
     assets=[*INGESTION_ASSETS, *EVALUATION_ASSETS],
     asset_checks=INGESTION_CHECKS,
-    sensors=[docs_sensor],
+    sensors=[docs_sensor, evaluation_automation],
     schedules=[nightly_reconcile],
     resources={"embedder": EmbedderResource(), "vector_store": VectorStoreResource()},
     # One process per run, not per step: steps share the loaded model, start-up costs once, and

@@ -43,9 +43,10 @@ class EvaluationConfig(dg.Config):
         dg.AssetCheckSpec("eval_labels_resolve", asset="retrieval_evaluation",
                           description="every expected source of the eval sets exists in the index"),
     ],
-    # re-score whenever the index changed; not while an ingestion is still running
+    # eager() without its "all upstream partitions exist" guard: one failed document must not stop
+    # quality from being measured. Scored when first missing and after every index update.
     automation_condition=(
-        dg.AutomationCondition.any_deps_updated()
+        (dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_updated()).since_last_handled()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
     ),
@@ -144,5 +145,14 @@ def _labels_check(report, store, settings) -> dg.AssetCheckResult:
         metadata=metadata,
     )
 
+
+# Declarative automation: re-score after every ingestion that touched the index. Running by default
+# (unlike docs_sensor) so that `dagster dev` measures quality after every run, wherever it came from.
+evaluation_automation = dg.AutomationConditionSensorDefinition(
+    "evaluation_automation",
+    target=[retrieval_evaluation],
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+)
 
 EVALUATION_ASSETS = [retrieval_evaluation]
