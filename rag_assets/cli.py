@@ -1,4 +1,4 @@
-"""The `rag` command line: ingest, ingest-doc, query, evaluate. Ingestion always runs through Dagster.
+"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask. Ingestion always runs through Dagster.
 
 Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration.
 """
@@ -52,6 +52,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=5, help="results per question, 1-100 (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
+    p = sub.add_parser(
+        "ask",
+        help="answer a question from the indexed documents, citing them as [Source N]",
+        description="Retrieve the most relevant chunks (hybrid) and have the chat model (RAG_CHAT_MODEL at "
+                    "OPENAI_BASE_URL, key OPENAI_API_KEY) answer from them with [Source N] citations. "
+                    "Exit 1 when the chat model failed (the sources are still printed).",
+    )
+    p.add_argument("question", help="the question")
+    p.add_argument("--max-sources", type=int, default=5, help="sources retrieved and cited, 1-100 (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
     p = sub.add_parser("evaluate", help="score retrieval on the eval sets (materializes retrieval_evaluation)")
     p.add_argument("--eval-set", action="append", metavar="FILE.jsonl",
                    help="an eval set (repeatable; default: every *.jsonl under RAG_EVAL_DIR)")
@@ -68,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "docs_dir", None):
             os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
-        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate}[args.command](args)
+        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask}[args.command](args)
     except (ConfigurationError, FileNotFoundError) as exc:
         print(f"rag: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -199,6 +210,37 @@ def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int) -> int:
     if failures:
         print(f"rag: {failures} line(s) of {batch} failed", file=sys.stderr)
     return EXIT_PARTIAL if failures else EXIT_OK
+
+
+def _ask(args) -> int:
+    from rag_assets.answer import answer_question
+    from rag_assets.errors import InvalidQueryError
+
+    if not 1 <= args.max_sources <= 100:
+        print("rag: --max-sources must be between 1 and 100", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        result = answer_question(args.question, args.max_sources)
+    except InvalidQueryError as exc:
+        print(f"rag: invalid question: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(result.answer)
+        if result.sources:
+            print("\nSources:")
+            for source in result.sources:
+                where = source.heading_breadcrumb or source.section
+                mark = "" if source.number in result.cited_sources or not result.cited_sources else " (not cited)"
+                print(f"[Source {source.number}] {source.doc_path}" + (f" — {where}" if where else "") + mark)
+        if result.invalid_citations:
+            print(f"(the answer cites sources that do not exist: {result.invalid_citations})")
+    sys.stdout.flush()
+    if result.error:
+        print(f"rag: {result.error}", file=sys.stderr)
+        return EXIT_PARTIAL
+    return EXIT_OK
 
 
 # The table `rag evaluate` prints: section-level headline metrics, one column per mode.

@@ -173,8 +173,12 @@ class RAGPipeline:
         return context
 
     def query(self, query: str, method: str = "hybrid", top_k: int = 5, **kwargs) -> dict[str, Any]:
-        """The multi-pipeline API (pipeline-api-contract): contexts for query, no generated answer.
+        """The multi-pipeline API (pipeline-api-contract): contexts for query, and an answer when configured.
 
+        ``answer`` is "" unless a chat model is configured (OPENAI_API_KEY and RAG_CHAT_MODEL or
+        OPENAI_BASE_URL set): then it is rag_assets.answer's answer from these contexts, with
+        ``[Source N]`` citations (N-th of ``contexts``), its "not found" message when there are no
+        contexts, or a graceful message (``metadata["answer_error"]``) when the chat model failed.
         kwargs: context_key, min_relevance (default RAG_MIN_RELEVANCE).
         Raises ValueError (InvalidQueryError is one) for a missing/empty/too long query, an unknown
         method or top_k outside 1..100.
@@ -198,8 +202,21 @@ class RAGPipeline:
         for chunk in context.document_chunks:
             if chunk.doc_path not in sources:
                 sources.append(chunk.doc_path)
+        answer, answer_meta = "", {}
+        from rag_assets.answer import answer_from_context, chat_configured
+
+        if chat_configured(self.settings):
+            generated = answer_from_context(context.query, context, settings=self.settings)
+            answer = generated.answer
+            answer_meta = {
+                "answer_model": generated.model,
+                "tokens_used": generated.tokens_used,
+                "cited_sources": generated.cited_sources,
+                "invalid_citations": generated.invalid_citations,
+                "answer_error": generated.error,
+            }
         return {
-            "answer": "",
+            "answer": answer,
             "contexts": [c.text for c in context.document_chunks],
             "metadata": {
                 "retrieval_method": context.mode,
@@ -214,6 +231,7 @@ class RAGPipeline:
                 "avg_relevance": context.avg_relevance,
                 "meets_threshold": context.meets_threshold,
                 "cached": context.cached,
+                **answer_meta,
             },
         }
 
