@@ -43,6 +43,15 @@ def test_ingest_then_noop_then_one_edit_then_delete(env):
     assert first["embeddings_computed"] == first["chunks_written"] > 0
     total = store().count()
 
+    # the section that plainly answers the question comes back first
+    answer = json.loads(rag("query", "How do I add more test cases?", "--top-k", "3", "--json").stdout)
+    assert answer["query"] == "How do I add more test cases?"
+    top = answer["results"][0]
+    assert (top["doc_path"], top["section"]) == ("guide/evaluation.md", "Creating test cases")
+    assert set(top) >= {"chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score"}
+    limits = json.loads(rag("query", "What does HTTP 429 mean for the free tier?", "--json").stdout)
+    assert limits["results"][0]["doc_path"] == "rate-limits.md"
+
     # unchanged corpus (even after a touch): no run over documents, no embedding
     os.utime(env / "docs" / "rate-limits.md")
     noop, _ = ingest_json()
