@@ -2,14 +2,17 @@
 
 Rules: `*.md` / `*.mdx` (any case); hidden files and folders skipped; symlinks followed only when
 they resolve inside the docs folder (a link pointing outside is refused and reported, a link loop
-is visited once); files over the size limit are reported, not read. The content hash is the
-sha-256 of the file's bytes, read in blocks so a large file never sits in memory whole.
+is visited once); files over the size limit are reported, not read; anything that is not a
+regular file (a FIFO, socket or device named .md) is reported and never opened for reading, since
+reading a FIFO blocks forever. The content hash is the sha-256 of the file's bytes, read in blocks
+so a large file never sits in memory whole.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat as stat_mod
 from pathlib import Path, PurePosixPath
 
 from rag_assets.models import Catalog, DiscoveryError, DocumentRef
@@ -28,7 +31,7 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000) -> Catalog:
         doc_path = path.relative_to(root).as_posix()
         try:
             documents.append(_fingerprint(path, doc_path, max_file_bytes))
-        except DocumentTooLarge as exc:
+        except (DocumentTooLarge, NotARegularFile) as exc:
             errors.append(DiscoveryError(doc_path, str(exc)))
         except OSError as exc:
             errors.append(DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}"))
@@ -62,6 +65,10 @@ class DocumentTooLarge(Exception):
     pass
 
 
+class NotARegularFile(OSError):
+    """A FIFO, socket or device named like markdown: refused, never read."""
+
+
 def _walk(directory: Path, root: Path, seen_dirs: set[str], errors: list[DiscoveryError]):
     real = os.path.realpath(directory)
     if real in seen_dirs:  # a symlink loop or a second link to the same folder
@@ -93,15 +100,42 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path != root else "."
 
 
-def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
-    stat = path.stat()
-    if stat.st_size > max_file_bytes:
+def check_regular_file(st: os.stat_result, max_file_bytes: int | None) -> None:
+    """Refuse what must not be read: not a regular file, or over the size limit."""
+    if not stat_mod.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat_mod.S_ISFIFO(st.st_mode) else "a socket" if stat_mod.S_ISSOCK(st.st_mode) else "a device or special file"
+        raise NotARegularFile(f"not a regular file ({kind}); refused")
+    if max_file_bytes is not None and st.st_size > max_file_bytes:
         raise DocumentTooLarge(
-            f"file is {stat.st_size:,} bytes, over the {max_file_bytes:,}-byte limit (raise RAG_MAX_FILE_BYTES to index it)"
+            f"file is {st.st_size:,} bytes, over the {max_file_bytes:,}-byte limit (raise RAG_MAX_FILE_BYTES to index it)"
         )
+
+
+def open_regular(path: Path | str, max_file_bytes: int | None):
+    """Open for reading without ever blocking (O_NONBLOCK: a FIFO would wait for a writer), then
+    check on the open descriptor that it is a regular file within the size limit."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        check_regular_file(st, max_file_bytes)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb"), st
+
+
+def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
+    check_regular_file(path.stat(), max_file_bytes)  # refuse before opening anything
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    fh, stat = open_regular(path, max_file_bytes)
+    with fh:
+        size = 0
         for block in iter(lambda: fh.read(1 << 20), b""):
+            size += len(block)
+            if size > max_file_bytes:  # it grew while being read
+                raise DocumentTooLarge(
+                    f"file grew past the {max_file_bytes:,}-byte limit while being read (raise RAG_MAX_FILE_BYTES to index it)"
+                )
             digest.update(block)
     parts = PurePosixPath(doc_path).parts
     return DocumentRef(
@@ -110,7 +144,7 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
         absolute_path=str(path),
         module=parts[0] if len(parts) > 1 else None,
         chapter=parts[1] if len(parts) > 2 else None,
-        size_bytes=stat.st_size,
+        size_bytes=size,
         mtime=stat.st_mtime,
         content_hash=digest.hexdigest(),
     )
@@ -118,7 +152,8 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
 
 def fingerprint_file(docs_dir: Path, doc_path: str, *, max_file_bytes: int = 5_000_000) -> DocumentRef:
     """Re-fingerprint one known document now (a run must act on the file as it is, not as it was
-    when the catalog was taken). Raises FileNotFoundError if it vanished, DocumentTooLarge, OSError."""
+    when the catalog was taken). Raises FileNotFoundError if it vanished, DocumentTooLarge, OSError
+    (NotARegularFile included)."""
     root = Path(docs_dir).resolve()
     path = root / doc_path
     if not path.resolve(strict=True).is_relative_to(root):

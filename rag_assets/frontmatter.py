@@ -1,7 +1,14 @@
 """Frontmatter: decode a markdown file and split its YAML header from its body.
 
-Decoding policy: UTF-8, with or without a byte-order mark. Anything else (NUL bytes, invalid
-UTF-8) fails that document with the byte offset, rather than guessing an encoding.
+Decoding policy: UTF-8, with or without a byte-order mark (the BOM is dropped). Anything else
+fails that document rather than guessing an encoding: a UTF-16 BOM -> "UTF-16 text, not UTF-8";
+NUL bytes anywhere -> "binary file";
+invalid UTF-8 (Latin-1/cp1252, UTF-16, ...) -> "not valid UTF-8 (byte N)". CRLF and CR become LF.
+
+Reading is bounded: at most the size discovery fingerprinted (+1 byte) is read, through a
+non-blocking open of a regular file only, and the bytes must hash to the fingerprint; a file
+edited, grown or swapped since it was fingerprinted fails this run (the next run picks it up),
+so a stage record never pairs one version's hash with another version's text.
 YAML is loaded with `yaml.safe_load` (no object construction). Title falls back to the first H1
 of the body, then to the file name.
 """
@@ -9,6 +16,7 @@ of the body, then to the file name.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from pathlib import PurePosixPath
 from typing import Any
@@ -24,7 +32,9 @@ _DELIMITER = "---"
 
 
 def decode(data: bytes, doc_path: str) -> str:
-    if b"\x00" in data[:8192]:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DocumentError(doc_path, "UTF-16 text, not UTF-8: re-save the file as UTF-8")
+    if b"\x00" in data:
         raise DocumentError(doc_path, "binary file (contains NUL bytes), not markdown text")
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -37,13 +47,18 @@ def decode(data: bytes, doc_path: str) -> str:
 
 def read_document(ref: DocumentRef) -> ParsedDocument:
     """Read the file behind `ref` and parse it; every failure is a DocumentError naming the file."""
+    from rag_assets.discovery import open_regular
+
     try:
-        with open(ref.absolute_path, "rb") as fh:
-            data = fh.read()
+        fh, _ = open_regular(ref.absolute_path, None)  # the read below is bounded by the fingerprinted size
+        with fh:
+            data = fh.read(ref.size_bytes + 1)
     except FileNotFoundError:
         raise DocumentError(ref.doc_path, "file vanished after discovery") from None
     except OSError as exc:
         raise DocumentError(ref.doc_path, f"cannot read file: {exc.strerror or exc}") from None
+    if len(data) != ref.size_bytes or hashlib.sha256(data).hexdigest() != ref.content_hash:
+        raise DocumentError(ref.doc_path, "file changed while being ingested; the next run indexes the new version")
     return parse_document(decode(data, ref.doc_path), ref)
 
 

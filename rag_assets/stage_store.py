@@ -3,7 +3,10 @@
 Every stage writes one JSON record per document under `<state_dir>/stages/<stage>/`, holding the
 content hash of the source file it was derived from, a fingerprint of the settings that shaped
 it, and its payload. A stage whose record matches the current source hash and fingerprint has
-nothing to do. Writes are atomic (temp file + rename): a crash leaves the old record or the new.
+nothing to do. Writes are atomic (temp file + rename): a crash leaves the old record or the new,
+and a reader in another process never sees half a record. The temp file is named per process and
+thread, so two writers of one record (two runs, or two threads of one) never share a temp file;
+the last rename wins, and both wrote a record valid for the version they saw.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
@@ -97,9 +101,13 @@ class StageStore:
 
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # (de)serialisation of the stage payloads

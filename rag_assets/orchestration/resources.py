@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import dagster as dg
@@ -22,6 +23,21 @@ from rag_assets.store import ChromaStore
 
 def current_settings() -> Settings:
     return Settings.from_env()
+
+
+INGEST_LOCK_NAME = "ingest.lock"
+
+
+def ingest_lock_file(state_dir: Path) -> FileLock:
+    """The state folder's ingest lock, one object per process and re-entrant in it (any thread).
+
+    `rag ingest` (runs.ingest) holds it for a whole ingest; VectorStoreResource.writer takes it
+    too, so a run launched from the UI or the daemon never writes Chroma in the middle of a CLI
+    ingest (whose process has the store open: chroma #7040), while the CLI's own in-process runs
+    simply re-enter it."""
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(state_dir / INGEST_LOCK_NAME), is_singleton=True, thread_local=False)
 
 
 @functools.lru_cache(maxsize=4)
@@ -78,8 +94,10 @@ class VectorStoreResource(dg.ConfigurableResource):
 
     @contextmanager
     def writer(self, embedder: Embedder) -> Iterator[ChromaStore]:
-        """The store, opened under an exclusive inter-process lock held until the block ends."""
+        """The store, opened under exclusive inter-process locks held until the block ends: the
+        state folder's ingest lock (re-entered when this process is a `rag ingest`), then the
+        collection's write lock. The store is opened only once both are held, so this process
+        never writes from a view of the store older than another writer's last change."""
         s = self.settings()
-        s.state_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(s.state_dir / f"{s.collection}.write.lock")):
+        with ingest_lock_file(s.state_dir), FileLock(str(s.state_dir / f"{s.collection}.write.lock")):
             yield self.open(embedder)

@@ -3,18 +3,35 @@ the UI reads, so every `rag ingest` shows up in the UI like a run launched there
 
 Two runs per ingest: the catalog (which registers new documents as partitions), then one run over
 the documents' partition range (single-run backfill), never one run per document.
+
+Concurrency: one ingest at a time per state folder. `ingest()` holds `<state_dir>/ingest.lock`
+from discovery to the last run, so a second `rag ingest` started meanwhile waits, then finds
+everything current (Chroma's embedded store must never see two writing processes, upstream
+chroma #7040; each process also opens Chroma only once it holds the lock, so it never works from a
+stale view). Runs launched from the UI/daemon are serialised by the run queue
+(max_concurrent_runs: 1), and their Chroma writes wait for a CLI ingest: VectorStoreResource.writer
+takes the same ingest lock (re-entrant within the CLI's own in-process runs), then the write lock. Creating the
+Dagster SQLite instance is serialised too: two processes initialising a fresh DAGSTER_HOME at once
+stamp its runs.db with two alembic heads, and every later command fails.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from filelock import FileLock, Timeout
+
+from rag_assets.errors import ConfigurationError, RagError
 
 from rag_assets.ingestion import contiguous_segments, index_fingerprint, stale_documents
 from rag_assets.models import DocumentRef
@@ -23,9 +40,15 @@ from rag_assets.stage_store import StageStore
 from rag_assets.orchestration.definitions import defs as definitions
 from .evaluation import retrieval_evaluation
 from .assets import PER_DOCUMENT_ASSETS, chunking_setup, document_catalog, documents_partitions, vector_index
-from .resources import EmbedderResource, VectorStoreResource, current_settings
+from .resources import INGEST_LOCK_NAME, EmbedderResource, VectorStoreResource, current_settings, ingest_lock_file
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# how long a `rag ingest` waits for another one to finish; unset or negative: as long as it takes
+INGEST_LOCK_TIMEOUT_VAR = "RAG_INGEST_LOCK_TIMEOUT"
+
+
+class IngestBusyError(RagError):
+    """Another ingest held the state folder's lock for longer than RAG_INGEST_LOCK_TIMEOUT."""
 
 
 def get_instance() -> dg.DagsterInstance:
@@ -36,7 +59,48 @@ def get_instance() -> dg.DagsterInstance:
             home = Path.cwd() / "data" / "dagster"
             home.mkdir(parents=True, exist_ok=True)
         os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.get()
+    # Opening a fresh SQLite instance creates and alembic-stamps its databases: two processes doing
+    # it at once leave runs.db with two version heads ("more than one head present") for good.
+    home_key = hashlib.sha256(str(Path(os.environ["DAGSTER_HOME"]).resolve()).encode()).hexdigest()[:16]
+    with FileLock(str(Path(tempfile.gettempdir()) / f"rag-dagster-instance-{home_key}.lock")):
+        return dg.DagsterInstance.get()
+
+
+def _lock_timeout() -> float:
+    raw = os.environ.get(INGEST_LOCK_TIMEOUT_VAR, "").strip()
+    if not raw:
+        return -1
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{INGEST_LOCK_TIMEOUT_VAR} must be a number of seconds, got {raw!r}") from None
+
+
+@contextmanager
+def ingest_lock(state_dir: Path | None = None):
+    """Hold the state folder's ingest lock; yields the seconds spent waiting for it.
+
+    A second ingest waits (saying so on stderr) rather than failing: when it gets the lock, the
+    documents the first one indexed are current and it has nothing left to do."""
+    state_dir = Path(state_dir) if state_dir is not None else current_settings().state_dir
+    path = state_dir / INGEST_LOCK_NAME
+    lock = ingest_lock_file(state_dir)
+    timeout = _lock_timeout()
+    started = time.perf_counter()
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"rag: another ingest is running ({path}); waiting for it to finish", file=sys.stderr, flush=True)
+        try:
+            lock.acquire(timeout=timeout)
+        except Timeout:
+            raise IngestBusyError(
+                f"another ingest still holds {path} after {timeout:g} s ({INGEST_LOCK_TIMEOUT_VAR}); try again later"
+            ) from None
+    try:
+        yield time.perf_counter() - started
+    finally:
+        lock.release()
 
 
 @dataclass
@@ -53,6 +117,7 @@ class IngestSummary:
     errors: list[dict] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
+    lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)
 
 
 def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
@@ -101,8 +166,18 @@ def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef]) 
 
 
 def ingest(only_doc_paths: Sequence[str] | None = None) -> IngestSummary:
-    """Discover, register partitions, process the documents that changed; the summary the CLI prints."""
+    """Discover, register partitions, process the documents that changed; the summary the CLI prints.
+
+    One ingest at a time per state folder (see the module docstring): a concurrent call waits."""
     started = time.perf_counter()
+    with ingest_lock() as waited:
+        summary = _ingest_locked(only_doc_paths)
+    summary.lock_wait_seconds = round(waited, 3)
+    summary.duration_seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _ingest_locked(only_doc_paths: Sequence[str] | None) -> IngestSummary:
     instance = get_instance()
     summary = IngestSummary()
     catalog_run = _execute(instance, [document_catalog])
@@ -141,7 +216,6 @@ def ingest(only_doc_paths: Sequence[str] | None = None) -> IngestSummary:
         if failure:
             summary.errors.append({"doc_path": ref.doc_path, "error": failure["error"]})
     summary.documents_failed = len(summary.errors)
-    summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary
 
 
