@@ -94,6 +94,9 @@ class MiniLMOnnxEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = self._num_threads
         options.log_severity_level = 2  # warnings and up: the default (info) floods the logs
+        # onnxruntime's CPU arena keeps the peak of every batch shape it has seen: ~830 MB resident
+        # after one batch of 32 long chunks, ~330 MB without it (measured on 300 chunks)
+        options.enable_cpu_mem_arena = False
         session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
         self._input_names = frozenset(i.name for i in session.get_inputs())
         missing = {"input_ids", "attention_mask"} - self._input_names
