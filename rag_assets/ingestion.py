@@ -20,7 +20,7 @@ import numpy as np
 from rag_assets import frontmatter, ids, markdown
 from rag_assets.chunking import ChunkingConfig, chunk_document
 from rag_assets.embedding_cache import EmbeddingCache
-from rag_assets.errors import DocumentError
+from rag_assets.errors import DocumentError, VectorDBUnavailableError
 from rag_assets.index_generation import bump_generation
 from rag_assets.models import Chunk, DocumentRef
 from rag_assets.stage_store import (
@@ -307,6 +307,11 @@ def run_index(
         if missing:
             raise DocumentError(ref.doc_path, f"{len(missing)} chunk embeddings missing from the cache; re-run embedding")
         matrix = np.stack([vectors[c.content_hash] for c in chunks]) if chunks else np.zeros((0, store.dimension))
+        # Mark the old record stale before touching the store: a crash mid-replace followed by a
+        # revert of the file to that old version must still trigger a rewrite of this document.
+        old = stages.read(INDEXED, ref.doc_path)
+        if old is not None:
+            stages.write(INDEXED, ref.doc_path, old["source_hash"], old["payload"], "replacing")
         result = store.replace_document(ref.doc_path, chunks, matrix)
         written += result.written
         deleted += result.deleted
@@ -316,7 +321,11 @@ def run_index(
     report = _run_each(INDEXED, refs, stages, index_fingerprint(store), EMBEDDED, work, upstream_fingerprint=model)
     if written or deleted:
         bump_generation(stages.root.parent)
-    report.stats = {"vectors_written": written, "vectors_deleted": deleted, "collection_count": store.count()}
+    try:
+        count = store.count()
+    except VectorDBUnavailableError:
+        count = -1  # the store went away mid-run: the failed documents already say so
+    report.stats = {"vectors_written": written, "vectors_deleted": deleted, "collection_count": count}
     return report
 
 

@@ -15,7 +15,7 @@ import warnings
 import dagster as dg
 
 from rag_assets.chunking import ChunkingConfig
-from rag_assets.discovery import DocumentTooLarge, discover, fingerprint_file
+from rag_assets.discovery import DocumentTooLarge, discover, fingerprint_file, partition_key_for
 from rag_assets.ingestion import (
     StageReport,
     chunking_fingerprint,
@@ -27,7 +27,7 @@ from rag_assets.ingestion import (
     run_split,
 )
 from rag_assets.models import DocumentRef
-from rag_assets.stage_store import StageStore
+from rag_assets.stage_store import INDEXED, StageStore
 from rag_assets.tokens import TokenCounter
 
 from .resources import EmbedderResource, VectorStoreResource, current_settings
@@ -56,24 +56,33 @@ def document_catalog(
     catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes)
     stages = StageStore(settings.state_dir)
     previous = stages.read_catalog()
-    stages.write_catalog(catalog)
 
     current_keys = [d.partition_key for d in catalog.documents]
     existing_keys = set(context.instance.get_dynamic_partitions(documents_partitions.name))
     added = [k for k in current_keys if k not in existing_keys]
-    vanished_keys = sorted(existing_keys - set(current_keys))
+    # a file that exists but failed discovery (too large, unreadable) is reported, not forgotten:
+    # what is indexed of it stays until it can be read again or is really gone
+    failed_paths = {e.path for e in catalog.errors}
+    failed_keys = {partition_key_for(p) for p in failed_paths}
+    vanished_keys = sorted(existing_keys - set(current_keys) - failed_keys)
     if added:
         context.instance.add_dynamic_partitions(documents_partitions.name, added)
 
     # a vanished file: its vectors go first, then its records, then its partition
     known = {d.partition_key: d.doc_path for d in (previous.documents if previous else [])}
-    vanished_docs = sorted({known.get(k, k) for k in vanished_keys})
+    current_docs = {d.doc_path for d in catalog.documents}
+    # also documents indexed earlier whose partition is gone (e.g. a wiped Dagster storage)
+    vanished_docs = sorted(
+        ({known.get(k, k) for k in vanished_keys} | (set(stages.doc_paths(INDEXED)) - current_docs)) - failed_paths
+    )
     deleted: dict[str, int] = {}
     if vanished_docs:
         with vector_store.writer(embedder.get()) as store:
             deleted = remove_documents(vanished_docs, stages, store)
         for key in vanished_keys:
             context.instance.delete_dynamic_partition(documents_partitions.name, key)
+    # written last: if this run dies above, the next one still knows the vanished documents' paths
+    stages.write_catalog(catalog)
 
     metadata = {
         "docs_dir": str(catalog.docs_dir),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -129,12 +130,17 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, di
     return out
 
 
+# In-process runs are tagged with who runs them, so a run whose process was killed can be told apart
+# from one that is still going (see fail_orphaned_runs).
+_HOST_TAG, _PID_TAG = "rag/host", "rag/pid"
+
+
 def _execute(instance: dg.DagsterInstance, selection, tags: dict[str, str] | None = None, partition_key: str | None = None):
     return definitions.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=instance,
         asset_selection=[a.key for a in selection],
         partition_key=partition_key,
-        tags=tags,
+        tags={**(tags or {}), _HOST_TAG: socket.gethostname(), _PID_TAG: str(os.getpid())},
         # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
         run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "WARNING")}}}},
         raise_on_error=False,
@@ -177,8 +183,27 @@ def ingest(only_doc_paths: Sequence[str] | None = None) -> IngestSummary:
     return summary
 
 
+def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Runs of this host's CLI left STARTED by a killed process: marked failed, so the UI does not
+    show them in progress forever (their work is redone by this ingest: stage records are atomic)."""
+    host, orphaned = socket.gethostname(), []
+    started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={_HOST_TAG: host}))
+    for run in started:
+        try:
+            os.kill(int(run.tags.get(_PID_TAG, "0")), 0)
+            continue  # its process is alive: a concurrent run, not an orphan
+        except ProcessLookupError:
+            pass
+        except (PermissionError, ValueError):
+            continue
+        instance.report_run_failed(run, f"process {run.tags.get(_PID_TAG)} died during the run (killed?); marked failed by rag")
+        orphaned.append(run.run_id)
+    return orphaned
+
+
 def _ingest_locked(only_doc_paths: Sequence[str] | None) -> IngestSummary:
     instance = get_instance()
+    fail_orphaned_runs(instance)
     summary = IngestSummary()
     catalog_run = _execute(instance, [document_catalog])
     summary.run_ids.append(catalog_run.run_id)
