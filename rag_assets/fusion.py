@@ -48,10 +48,12 @@ def rrf(
 
 
 def margin(scores: Sequence[float], n: int = 5) -> float:
-    """How much the list's best score stands out: (s_1 - s_n) / s_1, 0 for a flat list, in [0, 1]."""
-    if len(scores) < 2 or scores[0] <= 0:
+    """How much the list's best score stands out: (s_1 - s_n) / s_1, 0 for a flat list, in [0, 1].
+    A list shorter than n counts its missing entries as 0: one lone BM25 hit (an exact part code)
+    is as confident as a list can be, not the least."""
+    if not scores or scores[0] <= 0:
         return 0.0
-    ref = scores[min(n, len(scores)) - 1]
+    ref = scores[n - 1] if len(scores) >= n else 0.0
     return max(0.0, min(1.0, (scores[0] - ref) / scores[0]))
 
 

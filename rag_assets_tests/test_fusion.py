@@ -40,8 +40,10 @@ def test_rrf_rejects_bad_arguments():
 
 def test_margin():
     assert margin([10.0, 8.0, 6.0, 5.0, 5.0, 1.0]) == pytest.approx(0.5)
-    assert margin([0.8, 0.4]) == pytest.approx(0.5)
-    assert margin([0.5]) == 0.0
+    assert margin([0.8, 0.7, 0.6, 0.5, 0.4]) == pytest.approx(0.5)
+    # shorter than n: the missing entries count as 0, so a lone hit is fully confident
+    assert margin([0.8, 0.4]) == 1.0
+    assert margin([0.5]) == 1.0
     assert margin([]) == 0.0
 
 

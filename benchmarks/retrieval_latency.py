@@ -1,0 +1,365 @@
+"""In-process query latency of each retrieval mode at ~1k, 10k and 100k chunks, and the BM25 index's memory.
+
+Large collections are made WITHOUT re-embedding (embedding 100k chunks takes ~1.5 h on 2 cores):
+a real index of the bundled sample corpus (data/docs, ~1.45k chunks) is built once with
+rag_assets_tests/index_builder.build_index, then replicated into a new Chroma collection per size:
+
+- copy 0 is the original chunk; copy c > 0 gets id ``<id>~c``, doc_path ``copy-c/<doc_path>``, its
+  text plus one token unique to the copy (``zqcopy<c>``), and the original vector plus gaussian noise
+  (sigma = --noise per dimension, default 0.01 -> cosine ~0.98 with the original), renormalised;
+- the 1k collection is the first 1,000 original chunks (no copies);
+- the index generation of the size's state folder is bumped, so the keyword index is (re)built by the
+  project's own code on first use, exactly as after an ingest.
+
+Queries go through the project's own ``Retriever`` (default settings: hybrid = adaptive RRF, candidate
+depth max(50, 5*top_k)), top_k = 5, over the 100 questions of data/eval/claude-docs.jsonl (--passes
+times each, default 2 -> 200 samples per mode), with the per-process query-embedding cache emptied
+before every query, so every measured query embeds its text (asserted from the cache's miss count).
+Reported: p50 / p95 / max after a warm-up, plus the same for the parts of a hybrid query (query
+embedding, Chroma query with and without documents, BM25 search) to show where the time goes.
+
+Keyword index memory is measured in a fresh subprocess per size: RSS before and after
+``KeywordIndex.ensure_current()`` loads the persisted build (bm25s arrays + ids; the stored embeddings
+are memory-mapped, so they are counted only as pages are touched), the build's own time and peak RSS
+(a first subprocess that builds), and the size on disk of the build folder.
+
+    python benchmarks/retrieval_latency.py [--workdir /tmp/rag-latency] [--sizes 1000,10000,100000]
+        [--queries N] [--json]
+
+Nothing is written to the repository; the workdir holds the scratch collections and can be deleted.
+CPU is shared on the dev machines: the 1-minute load average is printed next to every measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+TOP_K = 5
+WRITE_BATCH = 4000
+
+
+def _settings(workdir: Path, name: str, **extra):
+    from rag_assets.config import Settings
+
+    return Settings.from_env(
+        {},
+        docs_dir=ROOT / "data" / "docs",
+        chroma_path=workdir / "chroma",
+        state_dir=workdir / "state" / name,
+        cache_dir=workdir / "cache",
+        collection=name,
+        **extra,
+    )
+
+
+def _store(settings, embedder):
+    from rag_assets.store import ChromaStore
+
+    return ChromaStore(
+        path=settings.chroma_path,
+        collection=settings.collection,
+        embedding_model=embedder.model_name,
+        dimension=embedder.dimension,
+    )
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def load1() -> float:
+    return os.getloadavg()[0]
+
+
+def dir_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+# ----------------------------------------------------------------------------------------------
+def ensure_source(workdir: Path, embedder, source_chroma: str | None = None) -> list[tuple]:
+    """The sample corpus's real chunks (id, text, metadata, embedding), indexing data/docs once.
+
+    ``source_chroma``: reuse an existing index of data/docs (its default collection) instead."""
+    from rag_assets_tests.index_builder import build_index
+
+    settings = _settings(workdir, "source")
+    if source_chroma:
+        from rag_assets.config import Settings
+
+        store = _store(Settings.from_env({}, chroma_path=Path(source_chroma)), embedder)
+        if store.count():
+            return sorted(store.iter_all(include_embeddings=True),
+                          key=lambda r: (r[2].get("doc_path", ""), r[2].get("chunk_index", 0)))
+    store = _store(settings, embedder)
+    if store.count() == 0:
+        start = time.perf_counter()
+        stats = build_index(settings.docs_dir, settings, embedder=embedder)
+        print(f"source index built: {stats} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    rows = list(store.iter_all(include_embeddings=True))
+    rows.sort(key=lambda r: (r[2].get("doc_path", ""), r[2].get("chunk_index", 0)))
+    return rows
+
+
+def ensure_scaled(workdir: Path, embedder, source: list[tuple], size: int, noise: float, seed: int = 7) -> dict:
+    """A collection ``scale_<size>`` of exactly ``size`` chunks made from the source chunks."""
+    import numpy as np
+
+    from rag_assets.index_generation import bump_generation
+
+    name = f"scale_{size}"
+    settings = _settings(workdir, name)
+    store = _store(settings, embedder)
+    if store.count() == size:
+        return {"collection": name, "chunks": size, "created_seconds": None}
+    if store.count():
+        store._client.delete_collection(name)  # a half-written earlier run
+        store = _store(settings, embedder)
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    ids, docs, metas, vecs = [], [], [], []
+
+    def flush():
+        if ids:
+            store._collection.add(ids=list(ids), documents=list(docs), metadatas=list(metas),
+                                  embeddings=np.vstack(vecs).astype(np.float32))
+            ids.clear(), docs.clear(), metas.clear(), vecs.clear()
+
+    made, copy = 0, 0
+    while made < size:
+        for cid, text, meta, emb in source:
+            if made == size:
+                break
+            vec = np.asarray(emb, dtype=np.float32)
+            meta = dict(meta)
+            if copy:
+                vec = vec + rng.normal(0.0, noise, vec.shape).astype(np.float32)
+                vec /= np.linalg.norm(vec)
+                cid = f"{cid}~{copy}"
+                text = f"{text} zqcopy{copy}"
+                meta["doc_path"] = f"copy-{copy}/{meta.get('doc_path', '')}"
+            ids.append(cid), docs.append(text), metas.append(meta), vecs.append(vec)
+            made += 1
+            if len(ids) >= WRITE_BATCH:
+                flush()
+        copy += 1
+    flush()
+    bump_generation(settings.state_dir)
+    return {"collection": name, "chunks": store.count(), "created_seconds": round(time.perf_counter() - start, 1)}
+
+
+# ----------------------------------------------------------------------------------------------
+_MEMORY_CHILD = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
+from retrieval_latency import _settings, _store, rss_mb
+from pathlib import Path
+from rag_assets.embedding import load_embedder
+from rag_assets.keyword import KeywordIndex
+settings = _settings(Path({workdir!r}), {name!r})
+embedder = load_embedder(settings)
+store = _store(settings, embedder)
+store.count()
+import bm25s, numpy  # imported before the baseline so the delta is the index, not the libraries
+before = rss_mb()
+kw = KeywordIndex(store, settings.state_dir, settings.collection)
+start = time.perf_counter()
+kw.ensure_current()
+seconds = time.perf_counter() - start
+after = rss_mb()
+kw.search("how do I stream responses with server-sent events", 50)
+print(json.dumps({{"built": kw.builds, "loaded": kw.loads, "seconds": round(seconds, 3),
+                  "rss_before_mb": round(before, 1), "rss_after_mb": round(after, 1),
+                  "rss_delta_mb": round(after - before, 1), "rss_after_search_mb": round(rss_mb(), 1),
+                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                  "meta": kw.meta}}))
+"""
+
+
+def keyword_memory(workdir: Path, name: str) -> dict:
+    """Build (if needed) then load the keyword index in fresh processes; RSS deltas and disk size."""
+    code = _MEMORY_CHILD.format(root=str(ROOT), here=str(HERE), workdir=str(workdir), name=name)
+    runs = []
+    for _ in range(2):  # the first run builds when the generation is new, the second only loads
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    build = next((r for r in runs if r["built"]), None)
+    load = runs[-1]
+    folder = workdir / "state" / name / "keyword" / name
+    current = folder / (folder / "CURRENT").read_text().strip()
+    return {
+        "build_seconds": load["meta"].get("build_seconds"),
+        "build_peak_rss_delta_mb": round(build["peak_rss_mb"] - build["rss_before_mb"], 1) if build else None,
+        "load_seconds": load["seconds"],
+        "load_rss_delta_mb": load["rss_delta_mb"],
+        "rss_delta_after_first_search_mb": round(load["rss_after_search_mb"] - load["rss_before_mb"], 1),
+        "vocabulary": load["meta"].get("vocabulary"),
+        "disk_bm25_mb": round(dir_mb(current / "bm25"), 1),
+        "disk_embeddings_mb": round((current / "embeddings.npy").stat().st_size / 2**20, 1),
+        "disk_total_mb": round(dir_mb(current), 1),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+def _pct(values: list[float], p: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, int(round(p * (len(v) - 1)))))]
+
+
+def summary(ms: list[float]) -> dict:
+    return {"p50": round(_pct(ms, 0.5), 1), "p95": round(_pct(ms, 0.95), 1), "max": round(max(ms), 1), "n": len(ms)}
+
+
+def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: int = 5, passes: int = 1) -> dict:
+    """p50/p95 per mode through the project's Retriever, every query embedded afresh.
+
+    The modes and the parts are interleaved question by question (order rotated), so a burst of
+    load from other processes hits every mode alike instead of whichever mode ran at that moment."""
+    from rag_assets.retrieval import Retriever
+
+    settings = _settings(workdir, name)
+    store = _store(settings, embedder)
+    retriever = Retriever(embedder, store, settings)
+    retriever.keyword.ensure_current()
+    modes = ("vector", "keyword", "hybrid")
+    depth = max(50, 5 * TOP_K)
+    for q in questions[:warmup]:  # warm Chroma's HNSW segment and the BM25 arrays, not timed
+        for mode in modes:
+            retriever._embeddings.clear()
+            retriever.search(q + " warm-up", mode, TOP_K)
+    out = {"load1_before": round(load1(), 2)}
+    ms: dict[str, list[float]] = {m: [] for m in modes}
+    part_names = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50")
+    parts: dict[str, list[float]] = {k: [] for k in part_names}
+    misses = retriever._embeddings.misses
+    for i, q in enumerate(questions * passes):
+        for mode in modes[i % 3:] + modes[: i % 3]:
+            retriever._embeddings.clear()  # the query-embedding cache is OFF: every query embeds
+            start = time.perf_counter()
+            retriever.search(q, mode, TOP_K)
+            ms[mode].append(1000 * (time.perf_counter() - start))
+        # where the time goes: the parts of a hybrid query, on the same question
+        t0 = time.perf_counter()
+        vec = embedder.embed_query(q)
+        t1 = time.perf_counter()
+        store.query(vec, top_k=depth)  # what hybrid does: documents + metadatas of 50 candidates
+        t2 = time.perf_counter()
+        store._collection.query(query_embeddings=[vec], n_results=depth, include=["distances"])
+        t3 = time.perf_counter()
+        retriever.keyword.search(q, depth)
+        t4 = time.perf_counter()
+        for key, a, b in (("embed", t0, t1), ("chroma_query_k50", t1, t2), ("chroma_ids_only_k50", t2, t3),
+                          ("bm25_search_k50", t3, t4)):
+            parts[key].append(1000 * (b - a))
+    assert retriever._embeddings.misses - misses == passes * len(questions) * len(modes), "a query embedding was cached"
+    for mode in modes:
+        out[mode] = summary(ms[mode])
+    out["parts"] = {k: summary(v) for k, v in parts.items()}
+    out["load1_after"] = round(load1(), 2)
+    return out
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": round(mem, 1), "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d %H:%M %Z")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default="/tmp/rag-latency")
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=100, help="distinct questions per mode (max 100)")
+    parser.add_argument("--passes", type=int, default=2,
+                        help="times each question is asked per mode (embedded afresh each time)")
+    parser.add_argument("--noise", type=float, default=0.01)
+    parser.add_argument("--source-chroma", default=None, help="an existing index of data/docs to copy from")
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    from rag_assets.embedding import load_embedder
+
+    sys.path.insert(0, str(HERE))
+    from retrieval_quality import load_eval
+
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    embedder = load_embedder(_settings(workdir, "source"))
+    questions = [i["question"] for i in load_eval(ROOT / "data" / "eval" / "claude-docs.jsonl")][: args.queries]
+    source = ensure_source(workdir, embedder, args.source_chroma)
+    results = {"machine": machine(), "source_chunks": len(source), "sizes": {}}
+    for size in [int(s) for s in args.sizes.split(",")]:
+        made = ensure_scaled(workdir, embedder, source, size, args.noise)
+        name = made["collection"]
+        entry = {"made": made}
+        if not args.skip_memory:
+            entry["keyword_memory"] = keyword_memory(workdir, name)
+        entry["latency"] = measure(workdir, embedder, name, questions, passes=args.passes)
+        results["sizes"][size] = entry
+        print(f"{size}: {json.dumps(entry)}", file=sys.stderr)
+
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    m = results["machine"]
+    print(f"{m['cpu']}, {m['cores']} cores, {m['ram_gb']} GB RAM, Python {m['python']}, {m['date']}")
+    print("\n| chunks | mode | p50 ms | p95 ms | max ms | load1 before/after |")
+    print("|---|---|---|---|---|---|")
+    for size, e in results["sizes"].items():
+        lat = e["latency"]
+        for mode in ("vector", "keyword", "hybrid"):
+            s = lat[mode]
+            load = f"{lat['load1_before']}/{lat['load1_after']}"
+            print(f"| {size:,} | {mode} | {s['p50']} | {s['p95']} | {s['max']} | {load} |")
+    print("\n| chunks | embed p50/p95 | Chroma query k=50 with docs+metadata p50/p95 | Chroma k=50 ids+distances only "
+          "p50/p95 | BM25 search k=50 p50/p95 |")
+    print("|---|---|---|---|---|")
+    for size, e in results["sizes"].items():
+        p = e["latency"]["parts"]
+        keys = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50")
+        cells = [f"{p[k]['p50']}/{p[k]['p95']}" for k in keys]
+        print(f"| {size:,} | " + " | ".join(cells) + " |")
+    if not args.skip_memory:
+        print("\n| chunks | vocabulary | build s | build peak RSS Δ MB | load s | load RSS Δ MB "
+              "| Δ after 1st search MB "
+              "| disk bm25 MB | disk embeddings MB | disk total MB |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for size, e in results["sizes"].items():
+            k = e["keyword_memory"]
+            print(f"| {size:,} | {k['vocabulary']:,} | {k['build_seconds']} | {k['build_peak_rss_delta_mb']} | "
+                  f"{k['load_seconds']} | {k['load_rss_delta_mb']} | {k['rss_delta_after_first_search_mb']} | "
+                  f"{k['disk_bm25_mb']} | {k['disk_embeddings_mb']} | {k['disk_total_mb']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
