@@ -12,10 +12,6 @@ import time
 
 import dagster as dg
 
-from rag_assets.evaluation.evalset import load_eval_sets
-from rag_assets.evaluation.runner import DEFAULT_MODES, evaluate_retrieval
-from rag_assets.retrieval import Retriever
-
 from .assets import vector_index
 from .resources import EmbedderResource, VectorStoreResource, current_settings
 
@@ -31,7 +27,7 @@ PLOTTED = (
 class EvaluationConfig(dg.Config):
     eval_sets: list[str] = []  # JSONL files; [] = every *.jsonl under RAG_EVAL_DIR
     top_k: int = 0  # 0 = RAG_EVAL_TOP_K
-    modes: list[str] = list(DEFAULT_MODES)
+    modes: list[str] = ["vector", "keyword", "hybrid"]
 
 
 @dg.asset(
@@ -58,6 +54,11 @@ def retrieval_evaluation(
     vector_store: VectorStoreResource,
 ) -> dg.MaterializeResult:
     """Hit@k, precision@k, recall@k, MRR, nDCG (section and document level) and ragas scores, per mode."""
+    # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
+    from rag_assets.evaluation.evalset import load_eval_sets
+    from rag_assets.evaluation.runner import evaluate_retrieval
+    from rag_assets.retrieval import Retriever
+
     settings = current_settings()
     paths = [p for p in config.eval_sets] or sorted(str(p) for p in settings.eval_dir.glob("*.jsonl"))
     if not paths:
