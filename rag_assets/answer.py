@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_assets.config import ENV_VARS, Settings
 from rag_assets.errors import ConfigurationError, RagError
+from rag_assets.openai_errors import describe, error_message, retry_after
 
 if TYPE_CHECKING:
     from rag_assets.pipeline import RAGContext, RAGPipeline
@@ -234,7 +235,7 @@ class ChatLLM:
                         raise self._failure(exc, attempt) from None
                     delay = self._delay(attempt, exc)
                     log.warning("chat completion attempt %d/%d failed (%s); retrying in %.2f s",
-                                attempt, self.max_retries, self._scrub(_describe(exc)), delay)
+                                attempt, self.max_retries, self._scrub(describe(exc)), delay)
                     time.sleep(delay)
         finally:
             client.close()
@@ -269,9 +270,9 @@ class ChatLLM:
         )
 
     def _delay(self, attempt: int, exc: BaseException) -> float:
-        retry_after = _retry_after(exc)
-        if retry_after is not None:  # the server said how long: honour it (capped)
-            return min(retry_after, self.backoff_max)
+        asked = retry_after(exc)
+        if asked is not None:  # the server said how long: honour it (capped)
+            return min(asked, self.backoff_max)
         ceiling = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
         return random.uniform(ceiling / 2, ceiling)  # "equal jitter"
 
@@ -298,7 +299,7 @@ class ChatLLM:
             reason = f"malformed response after {tries}"
         else:
             reason = f"unexpected {type(exc).__name__}"
-        detail = self._scrub(_message(exc))
+        detail = self._scrub(error_message(exc))
         message = f"chat completion failed ({reason}), model {self.model!r} at {self.provider}: {detail}"
         return GenerationError(message, reason)
 
@@ -316,46 +317,6 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
     return isinstance(exc, (openai.APIConnectionError, _Malformed))  # timeouts are connection errors
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(header)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue  # an HTTP date: our own backoff
-        if seconds >= 0 and seconds == seconds:
-            return seconds
-    return None
-
-
-def _message(exc: BaseException) -> str:
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body
-        if isinstance(body, dict):
-            detail = body.get("error", body)
-            if isinstance(detail, dict) and detail.get("message"):
-                return str(detail["message"])[:300]
-        try:
-            text = exc.response.text
-        except Exception:  # noqa: BLE001 - a streamed/closed body
-            text = ""
-        return (text or exc.message)[:300]
-    return (str(exc) or type(exc).__name__)[:300]
-
-
-def _describe(exc: BaseException) -> str:
-    status = getattr(exc, "status_code", None)
-    return (f"HTTP {status}: " if status else "") + _message(exc)
 
 
 # -- prompt and citations ----------------------------------------------------------------------

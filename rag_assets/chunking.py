@@ -48,6 +48,12 @@ class ChunkingConfig:
     max_tokens: int = 200
     overlap_tokens: int = 0
 
+    @classmethod
+    def from_settings(cls, settings) -> "ChunkingConfig":
+        """From rag_assets.config.Settings (RAG_CHUNK_*_TOKENS)."""
+        return cls(settings.chunk_min_tokens, settings.chunk_target_tokens, settings.chunk_max_tokens,
+                   settings.chunk_overlap_tokens)
+
     def __post_init__(self) -> None:
         if not 0 < self.max_tokens:
             raise ValueError("max_tokens must be positive")

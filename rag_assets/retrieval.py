@@ -143,14 +143,7 @@ class Retriever:
 
         settings = settings or Settings.from_env()
         embedder = load_embedder(settings)
-        store = ChromaStore(
-            path=settings.chroma_path,
-            host=settings.chroma_host,
-            port=settings.chroma_port,
-            collection=settings.collection,
-            embedding_model=embedder.model_name,
-            dimension=embedder.dimension,
-        )
+        store = ChromaStore.for_settings(settings, embedder)
         return cls(embedder, store, settings, **kwargs)
 
     # ------------------------------------------------------------------------------------------

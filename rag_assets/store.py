@@ -104,6 +104,18 @@ class ChromaStore:
                 "set RAG_COLLECTION to a new name or delete the collection to rebuild it"
             )
 
+    @classmethod
+    def for_settings(cls, settings, embedder) -> "ChromaStore":
+        """The configured collection (rag_assets.config.Settings) for this embedder's vectors."""
+        return cls(
+            path=settings.chroma_path,
+            host=settings.chroma_host,
+            port=settings.chroma_port,
+            collection=settings.collection,
+            embedding_model=embedder.model_name,
+            dimension=embedder.dimension,
+        )
+
     @property
     def collection_id(self) -> str:
         return str(self._collection.id)

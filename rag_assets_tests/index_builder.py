@@ -28,20 +28,8 @@ def build_index(docs_dir: Path | str | None, settings: Settings | None = None, *
     docs_dir = Path(docs_dir) if docs_dir is not None else settings.docs_dir
     embedder = embedder or load_embedder(settings)
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
-    config = ChunkingConfig(
-        min_tokens=settings.chunk_min_tokens,
-        target_tokens=settings.chunk_target_tokens,
-        max_tokens=settings.chunk_max_tokens,
-        overlap_tokens=settings.chunk_overlap_tokens,
-    )
-    store = ChromaStore(
-        path=settings.chroma_path,
-        host=settings.chroma_host,
-        port=settings.chroma_port,
-        collection=settings.collection,
-        embedding_model=embedder.model_name,
-        dimension=embedder.dimension,
-    )
+    config = ChunkingConfig.from_settings(settings)
+    store = ChromaStore.for_settings(settings, embedder)
     catalog = discover(docs_dir, max_file_bytes=settings.max_file_bytes)
     seen: set[str] = set()
     chunks_total = 0

@@ -23,6 +23,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from rag_assets.config import DEFAULT_OPENAI_MODEL, Settings
 from rag_assets.embedding.base import l2_normalise
 from rag_assets.errors import ConfigurationError, EmbeddingError
+from rag_assets.openai_errors import describe, error_message, retry_after
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -198,7 +199,7 @@ class OpenAIEmbedder:
             }.get(status, "the request was rejected")
             raise EmbeddingError(
                 f"OpenAI embeddings request rejected with HTTP {status} (not retried; {hint}), "
-                f"model {self.model_name!r}: {self._scrub(_message(exc))}"
+                f"model {self.model_name!r}: {self._scrub(error_message(exc))}"
             ) from None
         except openai.APITimeoutError as exc:
             reason = f"timeout after {self.timeout_seconds:g} s"
@@ -244,9 +245,9 @@ class OpenAIEmbedder:
         # exponential with "equal jitter": spreads concurrent clients, never collapses to zero
         ceiling = min(self.backoff_max, self.backoff_base * 2 ** (state.attempt_number - 1))
         delay = random.uniform(ceiling / 2, ceiling)
-        retry_after = _retry_after(state.outcome.exception() if state.outcome else None)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.backoff_max))
+        asked = retry_after(state.outcome.exception() if state.outcome else None)
+        if asked is not None:
+            delay = max(delay, min(asked, self.backoff_max))
         return delay
 
     def _log_retry(self, state: RetryCallState) -> None:
@@ -254,13 +255,13 @@ class OpenAIEmbedder:
         wait = state.next_action.sleep if state.next_action else 0.0
         log.warning(
             "OpenAI embeddings attempt %d/%d failed (%s); retrying in %.2f s",
-            state.attempt_number, self.max_retries, self._scrub(_describe(exc)), wait,
+            state.attempt_number, self.max_retries, self._scrub(describe(exc)), wait,
         )
 
     def _failed(self, reason: str, attempts: int, exc: BaseException) -> str:
         return (
             f"OpenAI embeddings request failed after {attempts} attempt(s) ({reason}), "
-            f"model {self.model_name!r}: {self._scrub(_message(exc))}"
+            f"model {self.model_name!r}: {self._scrub(error_message(exc))}"
         )
 
     def _scrub(self, text: str) -> str:
@@ -305,38 +306,3 @@ def _cut(counter: TokenCounter, ids: list[int], limit: int) -> tuple[str, list[i
         keep -= len(again) - limit
 
 
-def _retry_after(exc: BaseException | None) -> float | None:
-    """Seconds the server asked us to wait: retry-after-ms (OpenAI's) or retry-after, in seconds."""
-    response = getattr(exc, "response", None)
-    if response is None:
-        return None
-    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = response.headers.get(header)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue  # an HTTP date: fall back to our own backoff
-        if seconds >= 0 and seconds == seconds:  # not negative, not NaN
-            return seconds
-    return None
-
-
-def _message(exc: BaseException) -> str:
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body
-        if isinstance(body, dict):
-            detail = body.get("error", body)
-            if isinstance(detail, dict) and detail.get("message"):
-                return str(detail["message"])[:300]
-        return (exc.response.text or exc.message)[:300]
-    return (str(exc) or type(exc).__name__)[:300]
-
-
-def _describe(exc: BaseException | None) -> str:
-    status = getattr(exc, "status_code", None)
-    prefix = f"HTTP {status}: " if status else ""
-    return prefix + _message(exc) if exc is not None else "unknown"

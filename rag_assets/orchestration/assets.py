@@ -165,12 +165,7 @@ def markdown_blocks(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 def chunking_setup(embedder_resource: EmbedderResource):
     settings = embedder_resource.settings()
     embedder = embedder_resource.get()
-    config = ChunkingConfig(
-        min_tokens=settings.chunk_min_tokens,
-        target_tokens=settings.chunk_target_tokens,
-        max_tokens=settings.chunk_max_tokens,
-        overlap_tokens=settings.chunk_overlap_tokens,
-    )
+    config = ChunkingConfig.from_settings(settings)
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
     fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens)
     return embedder, config, counter, fingerprint

@@ -83,14 +83,7 @@ class VectorStoreResource(dg.ConfigurableResource):
 
     def open(self, embedder: Embedder) -> ChromaStore:
         s = self.settings()
-        return ChromaStore(
-            path=s.chroma_path,
-            host=s.chroma_host,
-            port=s.chroma_port,
-            collection=s.collection,
-            embedding_model=embedder.model_name,
-            dimension=embedder.dimension,
-        )
+        return ChromaStore.for_settings(s, embedder)
 
     @contextmanager
     def writer(self, embedder: Embedder) -> Iterator[ChromaStore]:
