@@ -77,7 +77,7 @@ def index_matches_records(stages: StageStore, catalog: Catalog, store) -> Findin
         record = stages.read(INDEXED, ref.doc_path)
         if record:
             expected.update(record["payload"]["chunk_ids"])
-    actual = {cid for cid, _, _ in store.iter_all()}
+    actual = store.ids()
     orphans, gaps = actual - expected, expected - actual
     problems = [f"{len(orphans)} vectors belong to no current document"] if orphans else []
     problems += [f"{len(gaps)} recorded chunks are missing from Chroma"] if gaps else []

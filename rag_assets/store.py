@@ -191,6 +191,17 @@ class ChromaStore:
             yield from rows
             offset += len(got["ids"])
 
+    def ids(self, batch: int = 10000) -> set[str]:
+        """Every stored chunk id (no texts, no metadata: cheap at 100k chunks)."""
+        out: set[str] = set()
+        offset = 0
+        while True:
+            got = self._call(self._collection.get, limit=batch, offset=offset, include=[])
+            if not got["ids"]:
+                return out
+            out.update(got["ids"])
+            offset += len(got["ids"])
+
     def doc_paths(self) -> set[str]:
         return {meta["doc_path"] for _, _, meta in self.iter_all()}
 
