@@ -11,19 +11,12 @@ import os
 import sys
 from pathlib import Path
 
+from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
 
-# Offline and quiet by default: no telemetry from Dagster, Chroma, onnxruntime or ragas.
-for _var, _value in {
-    "DAGSTER_DISABLE_TELEMETRY": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "ORT_DISABLE_TELEMETRY": "1",
-    "RAGAS_DO_NOT_TRACK": "true",
-    "HF_HUB_OFFLINE": "1",
-}.items():
-    os.environ.setdefault(_var, _value)
+apply_offline_defaults()  # before Dagster, Chroma, onnxruntime or ragas are imported
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -18,6 +18,22 @@ LOCAL_EMBEDDER = "local"
 OPENAI_EMBEDDER = "openai"
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+# Offline and quiet: no telemetry from Dagster, Chroma, onnxruntime or ragas, no model-hub lookups.
+OFFLINE_ENV: dict[str, str] = {
+    "DAGSTER_DISABLE_TELEMETRY": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "ORT_DISABLE_TELEMETRY": "1",
+    "RAGAS_DO_NOT_TRACK": "true",
+    "HF_HUB_OFFLINE": "1",
+}
+
+
+def apply_offline_defaults() -> None:
+    """Set OFFLINE_ENV where the user has not chosen otherwise (before those libraries are imported)."""
+    for var, value in OFFLINE_ENV.items():
+        os.environ.setdefault(var, value)
+
+
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
 
 

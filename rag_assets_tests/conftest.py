@@ -7,14 +7,9 @@ from pathlib import Path
 
 import pytest
 
-for _var, _value in {
-    "DAGSTER_DISABLE_TELEMETRY": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "ORT_DISABLE_TELEMETRY": "1",
-    "RAGAS_DO_NOT_TRACK": "true",
-    "HF_HUB_OFFLINE": "1",
-}.items():
-    os.environ.setdefault(_var, _value)
+from rag_assets.config import apply_offline_defaults
+
+apply_offline_defaults()
 # one unpacked tiktoken cache for the whole session, never the developer's data/cache
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", tempfile.mkdtemp(prefix="rag-tiktoken-"))
 
@@ -71,6 +66,17 @@ returns HTTP 429 with a retry-after header telling you how many seconds to wait.
 }
 
 
+# Questions about SAMPLE_DOCS, each with the section that plainly answers it.
+SAMPLE_EVAL_SET = [
+    {"id": "tests", "question": "How do I add more test cases in the evaluation tool?",
+     "expected": [{"doc_path": "guide/evaluation.md", "section": "Creating test cases"}]},
+    {"id": "429", "question": "What HTTP status comes back when I exceed the requests per minute?",
+     "expected": [{"doc_path": "rate-limits.md", "section": "Requests per minute"}]},
+    {"id": "sse", "question": "How can I receive the response incrementally as events?",
+     "expected": [{"doc_path": "guide/streaming.md", "section": "Server-sent events"}]},
+]
+
+
 def write_corpus(root: Path, docs: dict[str, str] = SAMPLE_DOCS) -> Path:
     for rel, text in docs.items():
         path = root / rel
@@ -79,17 +85,61 @@ def write_corpus(root: Path, docs: dict[str, str] = SAMPLE_DOCS) -> Path:
     return root
 
 
+# Choices a developer may have exported that must not leak into a test's own setup.
+USER_CHOICES = ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+def state_env(root: Path) -> dict[str, str]:
+    """Every RAG_* path under root (docs in root/docs)."""
+    return {
+        "RAG_DOCS_DIR": str(root / "docs"),
+        "RAG_CHROMA_PATH": str(root / "chroma"),
+        "RAG_STATE_DIR": str(root / "state"),
+        "RAG_CACHE_DIR": str(root / "cache"),
+        "RAG_EVAL_DIR": str(root / "eval"),
+        "RAG_EVAL_RESULTS_DIR": str(root / "eval_results"),
+    }
+
+
+def subprocess_env(root: Path, **extra: str) -> dict[str, str]:
+    """The environment for a `rag`/`dagster` child process whose state all lives under root."""
+    env = {k: v for k, v in os.environ.items() if k not in USER_CHOICES}
+    env.update(state_env(root), **extra)
+    return env
+
+
+def instance_yaml(root: Path, storage: str, coordinator_extra: str = "") -> str:
+    """A dagster.yaml like the repo's (telemetry off, run queue of 1) with all files under root
+    and the given `storage:` block (already indented)."""
+    return f"""telemetry:
+  enabled: false
+storage:
+{storage}
+local_artifact_storage:
+  module: dagster._core.storage.root
+  class: LocalArtifactStorage
+  config:
+    base_dir: {root}/dagster
+compute_logs:
+  module: dagster._core.storage.local_compute_log_manager
+  class: LocalComputeLogManager
+  config:
+    base_dir: {root}/dagster/logs
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    max_concurrent_runs: 1
+{coordinator_extra}"""
+
+
 @pytest.fixture
 def rag_env(tmp_path, monkeypatch):
     """A docs folder with the sample corpus and every RAG_* path pointing into tmp_path."""
-    docs = write_corpus(tmp_path / "docs")
-    monkeypatch.setenv("RAG_DOCS_DIR", str(docs))
-    monkeypatch.setenv("RAG_CHROMA_PATH", str(tmp_path / "chroma"))
-    monkeypatch.setenv("RAG_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("RAG_EVAL_DIR", str(tmp_path / "eval"))
-    monkeypatch.setenv("RAG_EVAL_RESULTS_DIR", str(tmp_path / "eval_results"))
-    for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    write_corpus(tmp_path / "docs")
+    for var, value in state_env(tmp_path).items():
+        monkeypatch.setenv(var, value)
+    for var in USER_CHOICES:
         monkeypatch.delenv(var, raising=False)
     return tmp_path
 

@@ -10,20 +10,14 @@ import pandas as pd
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from .conftest import SAMPLE_EVAL_SET
 from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions
 from rag_assets.orchestration.evaluation import retrieval_evaluation
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
 
 RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
 
-GOOD = [
-    {"id": "tests", "question": "How do I add more test cases in the evaluation tool?",
-     "expected": [{"doc_path": "guide/evaluation.md", "section": "Creating test cases"}]},
-    {"id": "429", "question": "What HTTP status comes back when I exceed the requests per minute?",
-     "expected": [{"doc_path": "rate-limits.md", "section": "Requests per minute"}]},
-    {"id": "sse", "question": "How can I receive the response incrementally as events?",
-     "expected": [{"doc_path": "guide/streaming.md", "section": "Server-sent events"}]},
-]
+GOOD = SAMPLE_EVAL_SET
 DRIFTED = [
     {"id": "gone", "question": "How are prompts versioned?",
      "expected": [{"doc_path": "guide/evaluation.md", "section": "Prompt versioning"}]},

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import write_corpus
+from .conftest import instance_yaml, subprocess_env, write_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,44 +98,12 @@ def postgres():
 def test_rag_ingest_records_its_runs_in_postgres(postgres, tmp_path):
     import sqlalchemy as sa
 
-    docs = write_corpus(tmp_path / "docs")
+    write_corpus(tmp_path / "docs")
     home = tmp_path / "dagster_home"
     home.mkdir()
     # the same instance config as docs/postgres-dagster.yaml, with this server's URL
-    (home / "dagster.yaml").write_text(
-        f"""telemetry:
-  enabled: false
-storage:
-  postgres:
-    postgres_url: {postgres}
-local_artifact_storage:
-  module: dagster._core.storage.root
-  class: LocalArtifactStorage
-  config:
-    base_dir: {tmp_path}/dagster
-compute_logs:
-  module: dagster._core.storage.local_compute_log_manager
-  class: LocalComputeLogManager
-  config:
-    base_dir: {tmp_path}/dagster/logs
-run_coordinator:
-  module: dagster._core.run_coordinator
-  class: QueuedRunCoordinator
-  config:
-    max_concurrent_runs: 1
-"""
-    )
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST",
-                        "OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update(
-        DAGSTER_HOME=str(home),
-        RAG_DOCS_DIR=str(docs),
-        RAG_CHROMA_PATH=str(tmp_path / "chroma"),
-        RAG_STATE_DIR=str(tmp_path / "state"),
-        RAG_CACHE_DIR=str(tmp_path / "cache"),
-        RAG_EVAL_RESULTS_DIR=str(tmp_path / "eval_results"),
-    )
+    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, f"  postgres:\n    postgres_url: {postgres}"))
+    env = subprocess_env(tmp_path, DAGSTER_HOME=str(home))
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "rag_assets", "ingest", "--json"], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=300)

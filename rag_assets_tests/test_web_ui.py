@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import write_corpus
+from .conftest import SAMPLE_EVAL_SET, instance_yaml, subprocess_env, write_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -38,14 +38,6 @@ STAGES = ["document_catalog", "parsed_documents", "markdown_blocks", "document_c
           "vector_index", "retrieval_evaluation"]
 PER_DOCUMENT = STAGES[1:6]
 EDGES = set(zip(STAGES, STAGES[1:]))
-EVAL_SET = [
-    {"id": "tests", "question": "How do I add more test cases in the evaluation tool?",
-     "expected": [{"doc_path": "guide/evaluation.md", "section": "Creating test cases"}]},
-    {"id": "429", "question": "What HTTP status comes back when I exceed the requests per minute?",
-     "expected": [{"doc_path": "rate-limits.md", "section": "Requests per minute"}]},
-    {"id": "sse", "question": "How can I receive the response incrementally as events?",
-     "expected": [{"doc_path": "guide/streaming.md", "section": "Server-sent events"}]},
-]
 TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
 
 pytestmark = pytest.mark.skipif(
@@ -94,46 +86,16 @@ class Webserver:
 @pytest.fixture
 def webserver(tmp_path):
     """`dagster dev` on the repo's workspace.yaml, every piece of state under tmp_path."""
-    docs = write_corpus(tmp_path / "docs")
+    write_corpus(tmp_path / "docs")
     (tmp_path / "eval").mkdir()
-    (tmp_path / "eval" / "small.jsonl").write_text("\n".join(json.dumps(q) for q in EVAL_SET) + "\n")
+    (tmp_path / "eval" / "small.jsonl").write_text("\n".join(json.dumps(q) for q in SAMPLE_EVAL_SET) + "\n")
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(
-        f"""telemetry:
-  enabled: false
-storage:
-  sqlite:
-    base_dir: {tmp_path}/dagster/storage
-local_artifact_storage:
-  module: dagster._core.storage.root
-  class: LocalArtifactStorage
-  config:
-    base_dir: {tmp_path}/dagster
-compute_logs:
-  module: dagster._core.storage.local_compute_log_manager
-  class: LocalComputeLogManager
-  config:
-    base_dir: {tmp_path}/dagster/logs
-run_coordinator:
-  module: dagster._core.run_coordinator
-  class: QueuedRunCoordinator
-  config:
-    max_concurrent_runs: 1
-    dequeue_interval_seconds: 1
-"""
-    )
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST",
-                        "OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update(
+    storage = f"  sqlite:\n    base_dir: {tmp_path}/dagster/storage"
+    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, storage, "    dequeue_interval_seconds: 1\n"))
+    env = subprocess_env(
+        tmp_path,
         DAGSTER_HOME=str(home),
-        RAG_DOCS_DIR=str(docs),
-        RAG_CHROMA_PATH=str(tmp_path / "chroma"),
-        RAG_STATE_DIR=str(tmp_path / "state"),
-        RAG_CACHE_DIR=str(tmp_path / "cache"),
-        RAG_EVAL_DIR=str(tmp_path / "eval"),
-        RAG_EVAL_RESULTS_DIR=str(tmp_path / "eval_results"),
         RAG_EVAL_MIN_HYBRID_RECALL_AT_5="0.5",
         DAGSTER_DISABLE_TELEMETRY="1",
     )
