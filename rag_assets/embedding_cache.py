@@ -1,79 +1,90 @@
-"""Embedding cache: (model, content hash) -> vector, in SQLite.
+"""Embedding cache: (model, content hash) -> vector, in the state database.
 
-The same text is never embedded twice for the same model, across documents, runs and renames.
-SQLite in WAL mode lets two ingest processes read and add entries at once; `INSERT OR IGNORE`
-makes a race between them harmless (both computed the same vector).
+The same text is never embedded twice for the same model, across documents, runs, renames and,
+with a shared state database (RAG_STATE_URL), across machines. Inserts ignore a key that is
+already there, so two writers racing on one text are harmless (both computed the same vector).
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
-import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+import sqlalchemy as sa
+
+from rag_assets.state_db import StateDB, embeddings
+
+log = logging.getLogger(__name__)
+_IN_CHUNK = 500
+LEGACY_FILE = "embeddings.sqlite"  # the cache's own file before it moved into the state database
 
 
 class EmbeddingCache:
-    def __init__(self, path: Path):
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
-        # Switching to WAL needs an exclusive lock and SQLite does not always wait for it (no busy
-        # handler on some paths): two processes opening a new cache at once could get "database is
-        # locked". Only switch when needed, and retry briefly.
-        _retry_locked(lambda: self._ensure_wal())
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        _retry_locked(
-            lambda: self._db.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings ("
-                " model TEXT NOT NULL, content_hash TEXT NOT NULL, dimension INTEGER NOT NULL, vector BLOB NOT NULL,"
-                " PRIMARY KEY (model, content_hash)) WITHOUT ROWID"
-            )
-        )
+    def __init__(self, db: StateDB):
+        self.db = db
 
-    def _ensure_wal(self) -> None:
-        if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            self._db.execute("PRAGMA journal_mode=WAL")
+    @classmethod
+    def for_settings(cls, settings) -> "EmbeddingCache":
+        cache = cls(StateDB.for_settings(settings))
+        if cache.db.is_sqlite:
+            cache.import_legacy(Path(settings.state_dir) / LEGACY_FILE)
+        return cache
 
     def get_many(self, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         wanted = list(dict.fromkeys(hashes))
-        for start in range(0, len(wanted), 500):  # stay under SQLite's bound-parameter limit
-            part = wanted[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
-                [model, *part],
-            )
-            for content_hash, blob in rows:
-                found[content_hash] = np.frombuffer(blob, dtype=np.float32)
+        t = embeddings.c
+        with self.db.read() as conn:
+            for start in range(0, len(wanted), _IN_CHUNK):
+                part = wanted[start : start + _IN_CHUNK]
+                rows = conn.execute(sa.select(t.content_hash, t.vector).where(t.model == model, t.content_hash.in_(part)))
+                for content_hash, blob in rows:
+                    found[content_hash] = np.frombuffer(blob, dtype=np.float32)
         return found
 
     def put_many(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
-        rows = [(model, h, int(v.shape[0]), v.tobytes()) for h, v in zip(hashes, vectors)]
-        with self._db:  # one transaction; IMMEDIATE takes the write lock up front (waits on the busy timeout)
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany(
-                "INSERT OR IGNORE INTO embeddings (model, content_hash, dimension, vector) VALUES (?, ?, ?, ?)", rows
-            )
+        rows = [
+            {"model": model, "content_hash": h, "dimension": int(v.shape[0]), "vector": v.tobytes()}
+            for h, v in zip(hashes, vectors)
+        ]
+        with self.db.write() as conn:
+            for start in range(0, len(rows), 1000):
+                self.db.insert_ignore(conn, embeddings, rows[start : start + 1000], ["model", "content_hash"])
 
     def count(self, model: str | None = None) -> int:
-        if model is None:
-            return self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-        return self._db.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
+        query = sa.select(sa.func.count()).select_from(embeddings)
+        if model is not None:
+            query = query.where(embeddings.c.model == model)
+        with self.db.read() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    def import_legacy(self, path: Path) -> int:
+        """Move the vectors of the pre-state-database cache file in, once (embeddings are the
+        expensive part of an index), then rename that file so this never runs again."""
+        if not path.is_file():
+            return 0
+        try:
+            source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            rows = source.execute("SELECT model, content_hash, dimension, vector FROM embeddings").fetchall()
+            source.close()
+        except sqlite3.Error as exc:
+            log.warning("could not import the old embedding cache %s: %s", path, exc)
+            return 0
+        keys = ("model", "content_hash", "dimension", "vector")
+        with self.db.write() as conn:
+            for start in range(0, len(rows), 1000):
+                part = [dict(zip(keys, r)) for r in rows[start : start + 1000]]
+                self.db.insert_ignore(conn, embeddings, part, ["model", "content_hash"])
+        try:
+            path.rename(path.with_name(path.name + ".imported"))
+        except FileNotFoundError:
+            pass  # another process imported it at the same time (the inserts above were harmless)
+        log.info("imported %d cached embeddings from %s", len(rows), path)
+        return len(rows)
 
     def close(self) -> None:
-        self._db.close()
-
-
-def _retry_locked(action, attempts: int = 50, pause: float = 0.1):
-    for attempt in range(attempts):
-        try:
-            return action()
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or attempt == attempts - 1:
-                raise
-            time.sleep(pause)
+        """Kept for callers that scope a cache: the engine is shared by the process."""

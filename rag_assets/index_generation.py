@@ -1,31 +1,36 @@
 """The index generation: a token that changes whenever the vector index changes.
 
-Readers (the keyword index, the query cache) compare it with the generation they were built for:
-equal means still valid, different means rebuild or drop. Stored as a small file in the state
-folder so every process sees the same value.
+Readers (the keyword index, the query cache, a long-lived RAGPipeline) compare it with the
+generation they were built for: equal means still valid, different means rebuild or reload.
+Stored in the state database (one small row per collection), so every process, and with a shared
+state database every machine, sees the same value; reading it is one indexed lookup.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
-_FILE = "index_generation"
+from rag_assets.state_db import StateDB, local_state_url, state_url
+
+_KEY = "index_generation"
+EMPTY = "empty"
 
 
-def read_generation(state_dir: Path) -> str:
-    try:
-        return (Path(state_dir) / _FILE).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return "empty"
+def _db(where) -> StateDB:
+    """A StateDB, Settings (RAG_STATE_URL honoured) or a state folder (its local SQLite state)."""
+    if isinstance(where, StateDB):
+        return where
+    if isinstance(where, (str, Path)):
+        return StateDB.open(local_state_url(where))
+    return StateDB.open(state_url(where))
 
 
-def bump_generation(state_dir: Path) -> str:
-    state_dir = Path(state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
+def read_generation(where) -> str:
+    return _db(where).get_meta(_KEY, EMPTY)
+
+
+def bump_generation(where, conn=None) -> str:
     value = uuid.uuid4().hex
-    tmp = state_dir / f".{_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(value, encoding="utf-8")
-    os.replace(tmp, state_dir / _FILE)
+    _db(where).set_meta(_KEY, value, conn)
     return value

@@ -1,0 +1,257 @@
+"""The pipeline's own state in one SQL database: stage records, failures, the catalog, the embedding
+cache and the index generation. SQLite in the state folder by default; PostgreSQL when
+RAG_STATE_URL says so, so several processes or machines share it.
+
+Why SQL and not a file per record: deciding what is stale is one query over small columns
+(source hash, fingerprint) instead of reading every record whole, and a batch of records commits
+at once. Tables are created on first use (`metadata.create_all`); `SCHEMA_VERSION` in
+`state_meta` records what created them.
+
+SQLite: WAL (readers never wait for the writer), `synchronous=NORMAL` (a commit is durable once the
+WAL is checkpointed; a crash of the process never corrupts it), a 60 s busy timeout, and write
+transactions opened with BEGIN IMMEDIATE so two writers queue instead of failing on a stale
+snapshot. One engine per database per process, disposed in a forked child.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import sqlalchemy as sa
+
+from rag_assets.errors import ConfigurationError
+
+SCHEMA_VERSION = "1"
+STATE_FILE = "state.sqlite"
+_BUSY_TIMEOUT_SECONDS = 60
+_SCHEMA_LOCK_KEY = 0x7261675F73746174  # "rag_stat": serialises table creation on PostgreSQL
+
+metadata = sa.MetaData()
+
+stage_records = sa.Table(
+    "stage_records",
+    metadata,
+    sa.Column("stage", sa.String(16), primary_key=True),
+    sa.Column("doc_path", sa.Text, primary_key=True),
+    sa.Column("source_hash", sa.String(64), nullable=False),
+    sa.Column("fingerprint", sa.Text, nullable=False, default=""),
+    sa.Column("payload", sa.Text, nullable=False),  # JSON
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("stage_records_doc_path", stage_records.c.doc_path)
+
+failures = sa.Table(
+    "failures",
+    metadata,
+    sa.Column("doc_path", sa.Text, primary_key=True),
+    sa.Column("source_hash", sa.String(64), nullable=False),
+    sa.Column("stage", sa.String(16), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("recorded_at", sa.Float, nullable=False),
+)
+
+catalog_documents = sa.Table(
+    "catalog_documents",
+    metadata,
+    sa.Column("doc_path", sa.Text, primary_key=True),
+    sa.Column("partition_key", sa.Text, nullable=False),
+    sa.Column("absolute_path", sa.Text, nullable=False),
+    sa.Column("module", sa.Text),
+    sa.Column("chapter", sa.Text),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("mtime", sa.Float, nullable=False),
+    sa.Column("mtime_ns", sa.BigInteger, nullable=False, default=0),
+    sa.Column("inode", sa.BigInteger, nullable=False, default=0),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+)
+
+catalog_errors = sa.Table(
+    "catalog_errors",
+    metadata,
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("reason", sa.Text, nullable=False),
+)
+
+embeddings = sa.Table(
+    "embeddings",
+    metadata,
+    sa.Column("model", sa.String(200), primary_key=True),
+    sa.Column("content_hash", sa.String(64), primary_key=True),
+    sa.Column("dimension", sa.Integer, nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+)
+
+state_meta = sa.Table(
+    "state_meta",
+    metadata,
+    sa.Column("key", sa.String(200), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+
+class StateDB:
+    """One state database: an engine, its tables, and transactions that suit its dialect."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        try:
+            self.engine = _create_engine(url, self.is_sqlite)
+            self._create_tables()
+        except sa.exc.ArgumentError as exc:
+            raise ConfigurationError(f"RAG_STATE_URL is not a database URL SQLAlchemy understands: {exc}") from None
+        except sa.exc.OperationalError as exc:
+            raise ConfigurationError(f"cannot open the state database {self.display_url}: {exc.orig}") from None
+        self._stamp()
+        self.identity = self._file_identity()
+
+    def _create_tables(self) -> None:
+        if self.is_sqlite:
+            metadata.create_all(self.engine)
+            return
+        # several workers starting at once: one creates, the others wait on the advisory lock
+        with self.engine.begin() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
+            metadata.create_all(conn)
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the SQLite file: a cached engine must not outlive its file (deleted state)."""
+        if not self.is_sqlite:
+            return None
+        try:
+            st = os.stat(sa.engine.make_url(self.url).database)
+        except (OSError, TypeError):
+            return None
+        return st.st_dev, st.st_ino
+
+    @property
+    def display_url(self) -> str:
+        """The URL without its password, for messages and logs."""
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+
+    @classmethod
+    def for_settings(cls, settings) -> "StateDB":
+        return cls.open(state_url(settings))
+
+    @classmethod
+    def open(cls, url: str) -> "StateDB":
+        """The process's StateDB for this URL (engines are pooled, so one per database is enough)."""
+        with _OPEN_LOCK:
+            db = _OPEN.get(url)
+            if db is not None and db.identity != db._file_identity():
+                db.dispose()  # the file was deleted or replaced (e.g. the state folder was wiped)
+                db = None
+            if db is None:
+                db = _OPEN[url] = cls(url)
+            return db
+
+    @contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        with self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[sa.Connection]:
+        """A write transaction, committed when the block ends (rolled back on an exception)."""
+        with self.engine.connect().execution_options(rag_write=True) as conn, conn.begin():
+            yield conn
+
+    def upsert(self, conn: sa.Connection, table: sa.Table, rows: Sequence[dict], keys: Sequence[str]) -> None:
+        """INSERT … ON CONFLICT (keys) DO UPDATE, for SQLite and PostgreSQL alike."""
+        if not rows:
+            return
+        if self.is_sqlite:
+            from sqlalchemy.dialects.sqlite import insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert
+        statement = insert(table)
+        updates = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keys}
+        conn.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=updates), list(rows))
+
+    def insert_ignore(self, conn: sa.Connection, table: sa.Table, rows: Sequence[dict], keys: Sequence[str]) -> None:
+        if not rows:
+            return
+        if self.is_sqlite:
+            from sqlalchemy.dialects.sqlite import insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert
+        conn.execute(insert(table).on_conflict_do_nothing(index_elements=list(keys)), list(rows))
+
+    # small key/value settings of the state itself (generation, last reconcile, ...)
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        with self.read() as conn:
+            value = conn.execute(sa.select(state_meta.c.value).where(state_meta.c.key == key)).scalar()
+        return default if value is None else value
+
+    def set_meta(self, key: str, value: str, conn: sa.Connection | None = None) -> None:
+        if conn is None:
+            with self.write() as own:
+                self.upsert(own, state_meta, [{"key": key, "value": value}], ["key"])
+        else:
+            self.upsert(conn, state_meta, [{"key": key, "value": value}], ["key"])
+
+    def _stamp(self) -> None:
+        with self.write() as conn:
+            self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def state_url(settings) -> str:
+    """RAG_STATE_URL, or the SQLite file in the state folder."""
+    url = getattr(settings, "state_url", None)
+    if url:
+        return url
+    folder = Path(settings.state_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / STATE_FILE}"
+
+
+def local_state_url(state_dir: Path | str) -> str:
+    folder = Path(state_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / STATE_FILE}"
+
+
+def _create_engine(url: str, is_sqlite: bool) -> sa.Engine:
+    if not is_sqlite:
+        return sa.create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=8)
+    engine = sa.create_engine(
+        url, connect_args={"timeout": _BUSY_TIMEOUT_SECONDS, "check_same_thread": False}, pool_size=2, max_overflow=8
+    )
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves (pysqlite's own is deferred)
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_SECONDS * 1000}")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        # a writer takes the write lock up front: a deferred transaction that reads, then writes,
+        # fails at once (SQLITE_BUSY_SNAPSHOT) when another writer committed in between
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("rag_write") else "BEGIN")
+
+    return engine
+
+
+_OPEN: dict[str, StateDB] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # pooled connections must not cross a fork: the child opens its own
+    for db in _OPEN.values():
+        db.engine.dispose(close=False)
+    _OPEN.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
