@@ -1,0 +1,331 @@
+"""Cost of ingestion on a corpus of many small pages, against the physical cost (embedding).
+
+    python benchmarks/small_docs.py [--docs 1000] [--graphql] [--kill-test 5000] [--profile] [--out FILE]
+
+In one run, in a scratch folder (the repo's data/ is never touched), with the repo's own
+dagster.yaml (batching SQLite event log), each step a fresh `rag ingest --json` process:
+
+1. full ingest of N small pages (benchmarks/small_docs_corpus.py: one `##` section each, unique);
+2. the raw encode: the same distinct chunk texts (read back from the state database) embedded by
+   the project's own embedder alone, warm, in one `embed_documents` call (it sorts by length and
+   batches exactly as ingestion does); ingest ÷ raw encode is the overhead ratio;
+3. a no-op re-run; 4. one document edited (one paragraph appended);
+5. with --graphql: `dagster-webserver` on the scratch instance, and the time for the partition
+   statuses of `vector_index` (the asset page's query) over GraphQL;
+6. with --kill-test M: a fresh corpus of M tiny pages, `rag ingest` SIGKILLed after
+   --kill-after seconds (default 300); reports when the first embedding was stored, how many
+   documents were indexed at the kill, and what the next ingest did with them.
+With --profile the full ingest runs under py-spy (if installed) and the time is broken down by
+where it went (Dagster event writes, embedding, store writes, state I/O, ...).
+Writes a markdown report (machine, date, every figure) to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from small_docs_corpus import DEFAULT_SOURCE, build  # noqa: E402
+
+PYTHON = sys.executable
+QUIET_ENV = {
+    "DAGSTER_DISABLE_TELEMETRY": "1", "ANONYMIZED_TELEMETRY": "False", "ORT_DISABLE_TELEMETRY": "1",
+    "RAGAS_DO_NOT_TRACK": "true", "HF_HUB_OFFLINE": "1", "RAG_LOG_LEVEL": "ERROR",
+}
+
+
+def scratch_env(base: Path, docs: Path) -> dict[str, str]:
+    home = base / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text().replace("data/dagster", str(base / "dagster")))
+    env = dict(os.environ, **QUIET_ENV)
+    for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "RAG_STATE_URL"):
+        env.pop(var, None)
+    env.update(
+        RAG_DOCS_DIR=str(docs), RAG_CHROMA_PATH=str(base / "chroma"), RAG_STATE_DIR=str(base / "state"),
+        RAG_CACHE_DIR=str(base / "cache"), RAG_EVAL_DIR=str(base / "eval"), RAG_EVAL_RESULTS_DIR=str(base / "eval_results"),
+        DAGSTER_HOME=str(home), TIKTOKEN_CACHE_DIR=str(base / "tiktoken"),
+    )
+    return env
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    load = os.getloadavg()[0]
+    return (f"{model}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
+            f"Python {platform.python_version()}, load average {load:.2f} at start")
+
+
+def run_ingest(env: dict[str, str], prefix: list[str] | None = None) -> dict:
+    """One `rag ingest --json` process: wall seconds, peak RSS of its tree, and its summary."""
+    cmd = (prefix or []) + [PYTHON, "-m", "rag_assets", "ingest", "--json"]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = _watch_rss(proc)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - started
+    try:
+        summary = json.loads(out[out.index("{"):])
+    except ValueError:
+        raise SystemExit(f"rag ingest failed ({proc.returncode}):\n{out}\n{err[-3000:]}")
+    return {"wall": wall, "peak_mb": peak[0] / 2**20, "summary": summary, "exit": proc.returncode}
+
+
+def _watch_rss(proc: subprocess.Popen) -> list[int]:
+    peak = [0]
+
+    def sample():
+        try:
+            root = psutil.Process(proc.pid)
+            while proc.poll() is None:
+                try:
+                    procs = [root] + root.children(recursive=True)
+                    peak[0] = max(peak[0], sum(p.memory_info().rss for p in procs))
+                except psutil.Error:
+                    pass
+                time.sleep(0.05)
+        except psutil.Error:
+            pass
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    return peak
+
+
+RAW_ENCODE = r"""
+import json, sqlite3, sys, time
+from rag_assets.config import Settings
+from rag_assets.embedding import load_embedder
+settings = Settings.from_env()
+db = sqlite3.connect(str(settings.state_dir / "state.sqlite"))
+texts = {}
+for (payload,) in db.execute("SELECT payload FROM stage_records WHERE stage = 'chunks'"):
+    for c in json.loads(payload):
+        texts.setdefault(c["content_hash"], c["index_text"] or c["text"])
+embedder = load_embedder(settings)
+embedder.embed_documents(["warm up the model"])
+started = time.perf_counter()
+embedder.embed_documents(list(texts.values()))
+print(json.dumps({"texts": len(texts), "seconds": time.perf_counter() - started}))
+"""
+
+
+def raw_encode(env: dict[str, str]) -> dict:
+    out = subprocess.run([PYTHON, "-c", RAW_ENCODE], env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# -- GraphQL --------------------------------------------------------------------------------------
+PARTITIONS_QUERY = """query {
+  assetNodes(assetKeys: [{path: ["vector_index"]}]) {
+    partitionStats { numMaterialized numPartitions numFailed numMaterializing }
+    assetPartitionStatuses { ... on DefaultPartitionStatuses { materializedPartitions failedPartitions } }
+    partitionKeysByDimension { name partitionKeys }
+  }
+}"""
+
+
+def graphql_partition_statuses(env: dict[str, str], port: int = 3390) -> dict:
+    proc = subprocess.Popen(
+        [str(Path(PYTHON).with_name("dagster-webserver")), "-h", "127.0.0.1", "-p", str(port), "-w", str(ROOT / "workspace.yaml")],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.5)
+        timings, result = [], {}
+        for _ in range(4):  # the first query also loads the code location's asset graph
+            body = json.dumps({"query": PARTITIONS_QUERY}).encode()
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", body, {"Content-Type": "application/json"})
+            started = time.perf_counter()
+            result = json.loads(urllib.request.urlopen(request, timeout=300).read())
+            timings.append(time.perf_counter() - started)
+        stats = result["data"]["assetNodes"][0]["partitionStats"]
+        return {"first": timings[0], "warm_median": sorted(timings[1:])[1], "stats": stats}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+# -- the kill test ----------------------------------------------------------------------------------
+def kill_test(base: Path, n: int, kill_after: float) -> dict:
+    docs = base / "kill_docs"
+    for i in range(n):
+        (docs / f"t{i // 1000:02d}").mkdir(parents=True, exist_ok=True)
+        (docs / f"t{i // 1000:02d}" / f"tiny-{i:05d}.md").write_text(
+            f"# Tiny page {i}\n\n## Note {i}\n\nTiny page number {i} says hello; its code is TP-{i:05d}.\n", encoding="utf-8")
+    env = scratch_env(base / "kill", docs)
+    state_db = base / "kill" / "state" / "state.sqlite"
+    proc = subprocess.Popen([PYTHON, "-m", "rag_assets", "ingest", "--json"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = time.perf_counter()
+    first_embedding = None
+    while time.perf_counter() - started < kill_after and proc.poll() is None:
+        if first_embedding is None and _count(state_db, "SELECT count(*) FROM embeddings") > 0:
+            first_embedding = time.perf_counter() - started
+        time.sleep(0.5)
+    killed = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    indexed = _count(state_db, "SELECT count(*) FROM stage_records WHERE stage = 'indexed' AND fingerprint != 'replacing'")
+    rerun = run_ingest(env)
+    s = rerun["summary"]
+    return {"docs": n, "kill_after": kill_after, "killed": killed, "first_embedding_s": first_embedding,
+            "indexed_at_kill": indexed, "rerun_wall": rerun["wall"], "rerun_processed": s["documents_processed"],
+            "rerun_unchanged": s["documents_unchanged"], "rerun_embeddings_computed": s["embeddings_computed"],
+            "rerun_embeddings_reused": s["embeddings_reused"], "rerun_failed": s["documents_failed"]}
+
+
+def _count(db: Path, query: str) -> int:
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute(query).fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+# -- profile breakdown ------------------------------------------------------------------------------
+CATEGORIES = [  # first match wins, in this order
+    ("embedding (model inference)", ("embed_documents",)),
+    ("Dagster event log writes", ("store_event", "store_event_batch")),
+    ("vector store writes (Chroma)", ("replace_documents", "delete_documents", "delete_ids", "reconcile_store")),
+    ("stage state I/O (SQL)", ("write_many", "read_many", "headers", "record_failures", "clear_failures", "failures", "write_catalog", "mark")),
+    ("per-run checks", ("chunks_within_limit", "chunk_metadata_complete", "documents_indexed", "index_matches_records")),
+    ("discovery and fingerprints", ("discover", "fingerprint_file", "_fingerprint")),
+    ("parse / split / chunk", ("read_document", "split_markdown", "chunk_document")),
+    ("Dagster run machinery", ("execute_in_process", "create_run_for_job")),
+    ("imports and start-up", ("_find_and_load",)),
+]
+
+
+def breakdown(raw: Path, rate: int) -> list[tuple[str, float, float]]:
+    totals: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        names = {re.sub(r"^.*\.", "", f.split(" (")[0].strip()) for f in stack.split(";")}
+        for label, needles in CATEGORIES:
+            if any(needle in names for needle in needles):
+                totals[label] += n
+                break
+        else:
+            totals["other"] += n
+    return [(label, n / rate, 100 * n / total) for label, n in totals.most_common()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    parser.add_argument("--graphql", action="store_true")
+    parser.add_argument("--kill-test", type=int, default=0, metavar="M")
+    parser.add_argument("--kill-after", type=float, default=300.0)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--out", type=Path, default=HERE / "ingest_overhead_results.md")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    base = Path(tempfile.mkdtemp(prefix="rag-small-docs-"))
+    lines = [f"## Small-document ingest, {args.docs} pages ({dt.date.today()})", "", f"Machine: {machine()}", ""]
+    try:
+        docs = base / "docs"
+        build(docs, args.docs, args.source)
+        env = scratch_env(base, docs)
+        spy = shutil.which("py-spy") or str(Path(PYTHON).with_name("py-spy"))
+        prefix = [spy, "record", "--idle", "-r", "50", "-f", "raw", "-o", str(base / "full.raw"), "--"] \
+            if args.profile and Path(spy).exists() else None
+        full = run_ingest(env, prefix)
+        raw = raw_encode(env)
+        noop = run_ingest(env)
+        edited = docs / f"page-{args.docs // 2:05d}.md"
+        edited.write_text(edited.read_text() + "\nOne more paragraph, written for the benchmark's edit step.\n")
+        one = run_ingest(env)
+        s = full["summary"]
+        lines += [
+            "| step | wall | peak RSS | documents processed | embeddings computed / reused | runs |",
+            "|---|---|---|---|---|---|",
+            f"| full ingest | {full['wall']:.1f} s | {full['peak_mb']:.0f} MB | {s['documents_processed']} | "
+            f"{s['embeddings_computed']} / {s['embeddings_reused']} | {len(s['run_ids'])} |",
+            f"| no-op re-run | {noop['wall']:.2f} s | {noop['peak_mb']:.0f} MB | {noop['summary']['documents_processed']} | "
+            f"{noop['summary']['embeddings_computed']} / {noop['summary']['embeddings_reused']} | {len(noop['summary']['run_ids'])} |",
+            f"| one document edited | {one['wall']:.2f} s | {one['peak_mb']:.0f} MB | {one['summary']['documents_processed']} | "
+            f"{one['summary']['embeddings_computed']} / {one['summary']['embeddings_reused']} | {len(one['summary']['run_ids'])} |",
+            "",
+            f"Raw encode of the same {raw['texts']:,} distinct chunk texts by the project's embedder alone: "
+            f"{raw['seconds']:.1f} s. **Full ingest ÷ raw encode = {full['wall'] / raw['seconds']:.2f}×** "
+            f"({'profiled: py-spy adds overhead' if prefix else 'not profiled'}).",
+            "",
+        ]
+        if prefix:
+            lines += ["Where the full ingest's time went (py-spy samples, all threads):", "",
+                      "| where | seconds | share |", "|---|---|---|"]
+            lines += [f"| {label} | {sec:.1f} | {pct:.1f}% |" for label, sec, pct in breakdown(base / "full.raw", 50)]
+            lines.append("")
+        if args.graphql:
+            g = graphql_partition_statuses(env)
+            lines += [f"GraphQL, `vector_index` partition statuses ({g['stats']['numPartitions']} partitions, "
+                      f"{g['stats']['numMaterialized']} materialized): first query {g['first']:.2f} s "
+                      f"(loads the code location), then {g['warm_median']:.2f} s (median of 3).", ""]
+        if args.kill_test:
+            k = kill_test(base, args.kill_test, args.kill_after)
+            lines += [
+                f"Kill test: {k['docs']:,} tiny pages; first embedding stored after "
+                f"{k['first_embedding_s']:.1f} s; SIGKILL after {k['kill_after']:.0f} s "
+                f"({'mid-ingest' if k['killed'] else 'the ingest had already finished'}); "
+                f"{k['indexed_at_kill']:,} documents indexed at the kill. The next ingest: {k['rerun_wall']:.1f} s, "
+                f"{k['rerun_processed']:,} processed, {k['rerun_unchanged']:,} unchanged, "
+                f"{k['rerun_embeddings_computed']:,} embeddings computed / {k['rerun_embeddings_reused']:,} reused, "
+                f"{k['rerun_failed']} failed.", "",
+            ]
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+        else:
+            print(f"kept {base}", file=sys.stderr)
+    report = "\n".join(lines)
+    print(report)
+    with open(args.out, "a", encoding="utf-8") as fh:
+        fh.write(report + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
