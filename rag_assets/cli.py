@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
 from rag_assets.config import apply_offline_defaults
@@ -21,16 +22,21 @@ apply_offline_defaults()  # before Dagster, Chroma, onnxruntime or ragas are imp
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks (also RAG_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="discover, chunk, embed and index every markdown file")
     p.add_argument("--docs-dir", help="docs folder (default: RAG_DOCS_DIR or data/docs)")
+    p.add_argument("--allow-mass-delete", action="store_true",
+                   help="remove vanished documents even when that empties most of the index (RAG_ALLOW_MASS_DELETE=1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
 
     p = sub.add_parser("ingest-doc", help="ingest one document")
     p.add_argument("path", help="the file, as a path or relative to the docs folder")
     p.add_argument("--docs-dir")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
 
     p = sub.add_parser(
         "query",
@@ -65,20 +71,43 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    debug = args.debug or os.environ.get("RAG_DEBUG", "").lower() in ("1", "true", "yes")
     try:
         if getattr(args, "docs_dir", None):
             os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
         return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask}[args.command](args)
     except (ConfigurationError, FileNotFoundError) as exc:
-        print(f"rag: configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args, f"configuration error: {_message(exc)}", EXIT_USAGE, debug)
     except RagError as exc:
-        print(f"rag: {exc}", file=sys.stderr)
-        return EXIT_PARTIAL
+        return _fail(args, str(exc), EXIT_PARTIAL, debug)
+    except KeyboardInterrupt:
+        return _fail(args, "interrupted; finished runs are kept, the next `rag ingest` continues", 130, debug)
+    except Exception as exc:  # a bug or an unexpected failure: still one line, the traceback on request
+        return _fail(args, f"unexpected error: {type(exc).__name__}: {exc} (RAG_DEBUG=1 or --debug shows the traceback)",
+                     EXIT_PARTIAL, debug)
+
+
+def _message(exc: BaseException) -> str:
+    # FileNotFoundError(errno, strerror, filename) prints as "[Errno 2] ...": say it plainly
+    if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc)
+
+
+def _fail(args, message: str, code: int, debug: bool) -> int:
+    """One clear line on stderr (the traceback only when debugging); with --json, also an object
+    with the error on stdout, so a script always gets JSON."""
+    if debug:
+        traceback.print_exc()
+    print(f"rag: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"errors": [{"error": message}], "exit_code": code}, indent=2))
+    return code
 
 
 def _print_summary(summary, as_json: bool) -> int:
@@ -104,7 +133,9 @@ def _ingest(args) -> int:
     from rag_assets.orchestration.runs import ingest
 
     Settings.from_env()  # validate configuration before any run starts
-    return _print_summary(ingest(), args.json)
+    with _progress_bars(args):
+        summary = ingest(allow_mass_delete=args.allow_mass_delete)
+    return _print_summary(summary, args.json)
 
 
 def _ingest_doc(args) -> int:
@@ -119,11 +150,24 @@ def _ingest_doc(args) -> int:
     if not candidate.is_relative_to(settings.docs_dir):
         raise ConfigurationError(f"{args.path} is not inside the docs folder {settings.docs_dir} (set RAG_DOCS_DIR)")
     doc_path = candidate.relative_to(settings.docs_dir).as_posix()
-    summary = ingest(only_doc_paths=[doc_path])
+    with _progress_bars(args):
+        summary = ingest(only_doc_paths=[doc_path])
     if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
         summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, or refused)"})
         summary.documents_failed = len(summary.errors)
     return _print_summary(summary, args.json)
+
+
+def _progress_bars(args):
+    """Progress bars on stderr while a terminal watches; nothing with --json/--quiet or when piped."""
+    from contextlib import nullcontext
+
+    if getattr(args, "json", False) or getattr(args, "quiet", False) or not sys.stderr.isatty():
+        return nullcontext()
+    from rag_assets.progress import listening
+    from rag_assets.progress_bars import TerminalProgress
+
+    return listening(TerminalProgress(sys.stderr))
 
 
 def _query(args) -> int:
