@@ -4,11 +4,15 @@ The cursor maps doc_path -> (size, mtime, content hash). A file whose size and m
 cursor is unchanged without being read; otherwise it is hashed, and only a different hash is a
 change (a `touch` is not). A file whose size or mtime moved since the previous look and was
 modified within the last `settle_seconds` is still being written: it waits for the next tick.
+
+The cursor also counts the looks that found a change (`tick`): run keys built from it are unique
+per change event, so reverting a file to a version seen before, or restoring a deleted one, is a
+new change (Dagster never launches a run key twice), while evaluating the same cursor again gives
+the same keys (a retried tick launches nothing twice).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_assets.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files
-from rag_assets.models import DocumentRef
+from rag_assets.models import DiscoveryError, DocumentRef
 
 DEFAULT_SETTLE_SECONDS = 5.0
 
@@ -28,17 +32,17 @@ class Changes:
     deleted: list[str] = field(default_factory=list)
     unstable: list[str] = field(default_factory=list)  # still being written: next tick
     touched: int = 0  # mtime moved, content did not
-    errors: list[str] = field(default_factory=list)
+    errors: list[DiscoveryError] = field(default_factory=list)  # files refused or unreadable (they exist)
     cursor: str = ""  # the new cursor, serialised
+    tick: int = 0  # how many looks found a change, this one included
 
     @property
     def to_process(self) -> list[DocumentRef]:
         return self.added + self.changed
 
-    def run_key(self) -> str:
-        """Idempotent: the same set of document versions always gives the same key."""
-        items = sorted([(r.partition_key, r.content_hash) for r in self.to_process] + [(d, "deleted") for d in self.deleted])
-        return "docs-" + hashlib.sha256(json.dumps(items).encode()).hexdigest()[:24]
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.changed or self.deleted)
 
 
 def detect_changes(
@@ -55,7 +59,7 @@ def detect_changes(
     pending: dict[str, list] = state.get("pending", {})
     root = Path(docs_dir).resolve()
     paths, refused = iter_markdown_files(root)
-    changes = Changes(errors=[f"{e.path}: {e.reason}" for e in refused])
+    changes = Changes(errors=list(refused))
     files: dict[str, list] = {}
     new_pending: dict[str, list] = {}
 
@@ -80,7 +84,7 @@ def detect_changes(
         try:
             ref = _fingerprint(path, doc_path, max_file_bytes)
         except (OSError, DocumentTooLarge) as exc:
-            changes.errors.append(f"{doc_path}: {exc}")
+            changes.errors.append(DiscoveryError(doc_path, str(exc)))
             continue
         files[doc_path] = [ref.size_bytes, ref.mtime, ref.content_hash]
         if previous is None:
@@ -91,5 +95,11 @@ def detect_changes(
             changes.touched += 1
 
     changes.deleted = sorted(set(known) - set(files) - set(new_pending))
-    changes.cursor = json.dumps({"files": files, "pending": new_pending}, separators=(",", ":"))
+    changes.tick = int(state.get("tick", 0)) + (1 if changes.any else 0)
+    changes.cursor = json.dumps({"files": files, "pending": new_pending, "tick": changes.tick}, separators=(",", ":"))
     return changes
+
+
+def unchanged_cursor(cursor: str | None) -> str:
+    """The cursor to keep when a tick decides not to act on what it saw (it is seen again next tick)."""
+    return cursor or ""

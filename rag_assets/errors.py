@@ -26,6 +26,11 @@ class EmbeddingError(RagError):
     """The embedding model or service failed after its retries."""
 
 
+class EmbeddingServiceUnavailable(EmbeddingError):
+    """The embedding service failed too often in a row (its circuit breaker is open): every further
+    call fails at once, so a run stops waiting on a dead endpoint document after document."""
+
+
 class VectorDBUnavailableError(RagError):
     """The vector store (Chroma) cannot be reached or opened."""
 

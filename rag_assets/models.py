@@ -19,6 +19,13 @@ class DocumentRef:
     size_bytes: int
     mtime: float
     content_hash: str  # sha-256 of the file's bytes
+    # what the file looked like when hashed: a later stat that matches needs no re-hash
+    mtime_ns: int = 0
+    inode: int = 0
+
+    def stat_matches(self, st) -> bool:
+        """The file behind this ref is (as far as a stat can tell) the version that was hashed."""
+        return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size_bytes, self.mtime_ns, self.inode) and self.mtime_ns != 0
 
 
 @dataclass(frozen=True)

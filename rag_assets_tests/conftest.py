@@ -108,12 +108,33 @@ def subprocess_env(root: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def batching_sqlite_storage(root: Path) -> str:
+    """The repo's dagster.yaml storage: stock SQLite layout, batching event log (a top-level block)."""
+    return f"""run_storage:
+  module: dagster._core.storage.runs
+  class: SqliteRunStorage
+  config:
+    base_dir: {root}/storage/history
+event_log_storage:
+  module: rag_assets.orchestration.event_log
+  class: BatchingSqliteEventLogStorage
+  config:
+    base_dir: {root}/storage/history/runs
+schedule_storage:
+  module: dagster._core.storage.schedules
+  class: SqliteScheduleStorage
+  config:
+    base_dir: {root}/storage/schedules
+"""
+
+
 def instance_yaml(root: Path, storage: str, coordinator_extra: str = "") -> str:
     """A dagster.yaml like the repo's (telemetry off, run queue of 1) with all files under root
-    and the given `storage:` block (already indented)."""
+    and the given storage: the body of a `storage:` block (indented), or top-level
+    run/event-log/schedule storage blocks (batching_sqlite_storage)."""
+    storage = storage if storage.startswith("run_storage:") else f"storage:\n{storage}"
     return f"""telemetry:
   enabled: false
-storage:
 {storage}
 local_artifact_storage:
   module: dagster._core.storage.root
@@ -149,6 +170,6 @@ def dagster_home(tmp_path, monkeypatch):
     """A real, persistent (SQLite) Dagster instance in a temporary DAGSTER_HOME."""
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (home / "dagster.yaml").write_text(instance_yaml(home, batching_sqlite_storage(home)))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     return home

@@ -9,8 +9,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from rag_assets.config import Settings
 from rag_assets.orchestration.definitions import defs
-from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, vector_index
-from rag_assets.orchestration.checks import INGESTION_CHECKS
+from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, index_audit, vector_index
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
 from rag_assets.embedding import load_embedder
 from rag_assets.stage_store import StageStore
@@ -43,7 +42,7 @@ def _materialize_catalog(instance) -> dg.ExecuteInProcessResult:
 def _materialize_all(instance) -> dg.ExecuteInProcessResult:
     keys = instance.get_dynamic_partitions(documents_partitions.name)
     return dg.materialize(
-        [*PER_DOCUMENT_ASSETS, *INGESTION_CHECKS],
+        PER_DOCUMENT_ASSETS,
         instance=instance,
         resources=RESOURCES,
         tags={ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]},
@@ -114,6 +113,15 @@ def test_deleted_file_loses_its_vectors_and_its_partition(instance, rag_env):
     assert StageStore(Settings.from_env().state_dir).read("indexed", "rate-limits.md") is None
 
 
+def test_audit_checks_the_whole_index(instance):
+    _materialize_catalog(instance)
+    assert _materialize_all(instance).success
+    result = dg.materialize([index_audit], instance=instance, resources=RESOURCES)
+    assert result.success
+    assert all(_checks(result).values()) and len(_checks(result)) == 4
+    assert _metadata(result, index_audit)["documents"] == 3
+
+
 def test_a_bad_document_fails_alone_with_its_reason(instance, rag_env):
     (rag_env / "docs" / "broken.md").write_text("---\ntitle: [unclosed\n---\n# Broken\n\ntext\n", encoding="utf-8")
     _materialize_catalog(instance)
@@ -131,7 +139,8 @@ def test_a_bad_document_fails_alone_with_its_reason(instance, rag_env):
 
 def test_definitions_load_with_lineage_in_order():
     graph = defs.resolve_asset_graph()
-    chain = ["document_catalog", "parsed_documents", "markdown_blocks", "document_chunks", "chunk_embeddings", "vector_index"]
+    chain = ["document_catalog", "parsed_documents", "markdown_blocks", "document_chunks", "chunk_embeddings",
+             "vector_index", "index_audit"]
     for upstream, downstream in zip(chain, chain[1:]):
         assert dg.AssetKey(upstream) in graph.get(dg.AssetKey(downstream)).parent_keys
     assert defs.resolve_sensor_def("docs_sensor") is not None

@@ -48,6 +48,17 @@ def test_file_still_being_written_waits_for_a_stable_tick(tmp_path):
     assert [r.doc_path for r in c3.added] == ["growing.md"]  # same size and mtime as last tick
 
 
-def test_run_key_is_idempotent(tmp_path):
-    (tmp_path / "a.md").write_text("a")
-    assert detect_changes(tmp_path, None, settle_seconds=0).run_key() == detect_changes(tmp_path, None, settle_seconds=0).run_key()
+def test_tick_counts_change_events_so_a_revert_is_a_new_one(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("version A")
+    first = detect_changes(tmp_path, None, settle_seconds=0)
+    assert first.tick == 1
+    assert detect_changes(tmp_path, None, settle_seconds=0).tick == first.tick  # the same look again: same tick
+    quiet = detect_changes(tmp_path, first.cursor, settle_seconds=0)
+    assert not quiet.any and quiet.tick == 1
+    doc.write_text("version B")
+    to_b = detect_changes(tmp_path, quiet.cursor, settle_seconds=0)
+    doc.write_text("version A")
+    back_to_a = detect_changes(tmp_path, to_b.cursor, settle_seconds=0)
+    assert [c.content_hash for c in back_to_a.changed] == [c.content_hash for c in first.added]
+    assert (to_b.tick, back_to_a.tick) == (2, 3)

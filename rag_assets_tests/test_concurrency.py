@@ -60,16 +60,10 @@ def _race(*commands: tuple[str, ...]) -> list[dict]:
 
 
 def _cache_count() -> int:
+    from rag_assets.config import Settings
     from rag_assets.embedding_cache import EmbeddingCache
 
-    path = Path(os.environ["RAG_STATE_DIR"]) / "embeddings.sqlite"
-    if not path.exists():
-        return 0
-    cache = EmbeddingCache(path)
-    try:
-        return cache.count()
-    finally:
-        cache.close()
+    return EmbeddingCache.for_settings(Settings.from_env()).count()
 
 
 # Runs in a fresh process: python -c "from rag_assets_tests.test_concurrency import check_index; check_index()"
@@ -98,7 +92,8 @@ def check_index() -> None:
         == {c["chunk_id"] for c in stages.read(CHUNKS, ref.doc_path)["payload"]}
         for ref in catalog.documents
     )
-    indexed, matches = documents_indexed(stages, catalog), index_matches_records(stages, catalog, store)
+    indexed = documents_indexed(stages, catalog.documents, catalog.errors)
+    matches = index_matches_records(stages, catalog.documents, store, whole_store=True)
     print(json.dumps({
         "catalog_matches_disk": [(d.doc_path, d.content_hash) for d in catalog.documents]
         == [(d.doc_path, d.content_hash) for d in on_disk.documents],

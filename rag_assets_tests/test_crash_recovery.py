@@ -216,11 +216,11 @@ _DRIVER = textwrap.dedent(
             return _call(self, fn, **kw)
         ChromaStore._call = _patched
     elif point == "after_replace":  # Chroma holds the new version; the INDEXED record is not written
-        _replace = ChromaStore.replace_document
+        _replace = ChromaStore.replace_documents
         def _patched(self, *a, **kw):
             _replace(self, *a, **kw)
             die()
-        ChromaStore.replace_document = _patched
+        ChromaStore.replace_documents = _patched
     elif point == "after_write_catalog":  # the new catalog is saved; vanished documents not removed yet
         _write = StageStore.write_catalog
         def _patched(self, catalog):

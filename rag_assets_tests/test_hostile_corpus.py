@@ -139,13 +139,12 @@ def test_file_deleted_between_discovery_and_parsing(env):
     driver = textwrap.dedent(
         f"""
         import os, sys
-        import rag_assets.discovery as d
-        _discover = d.discover
-        def discover(*args, **kwargs):
-            catalog = _discover(*args, **kwargs)
+        from rag_assets.stage_store import StageStore
+        _write_catalog = StageStore.write_catalog
+        def write_catalog(self, catalog):  # the catalog run has seen the file: now it goes
+            _write_catalog(self, catalog)
             os.remove({str(victim)!r})
-            return catalog
-        d.discover = discover
+        StageStore.write_catalog = write_catalog
         from rag_assets.cli import main
         sys.exit(main(["ingest", "--json"]))
         """

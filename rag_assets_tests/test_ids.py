@@ -1,4 +1,4 @@
-from rag_assets.ids import assign_ids, chunk_id, content_hash
+from rag_assets.ids import assign_ids, chunk_id, content_hash, doc_key, doc_key_of
 from rag_assets.models import Chunk
 
 
@@ -26,4 +26,10 @@ def test_same_text_twice_in_a_document_gets_distinct_ids():
 def test_same_text_in_two_documents_gets_distinct_ids_but_one_hash():
     x, y = assign_ids([make("a.md", 0, "t")])[0], assign_ids([make("b.md", 0, "t")])[0]
     assert x.content_hash == y.content_hash and x.chunk_id != y.chunk_id
-    assert len(chunk_id("a.md", x.content_hash)) == 32
+    assert len(chunk_id("a.md", x.content_hash)) == 37
+
+
+def test_a_chunk_id_names_its_document():
+    x = assign_ids([make("guide/a.md", 0, "t")])[0]
+    assert doc_key_of(x.chunk_id) == doc_key("guide/a.md") != doc_key("guide/b.md")
+    assert doc_key_of("0123456789abcdef0123456789abcdef") is None  # the older scheme

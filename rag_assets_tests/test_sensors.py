@@ -32,10 +32,46 @@ def tick(instance, cursor=None) -> dg.SensorResult:
     return result
 
 
+def kinds(result: dg.SensorResult) -> list[str]:
+    return ["catalog" if r.run_key.endswith("-catalog") else "documents" for r in result.run_requests]
+
+
+def documents_runs(result: dg.SensorResult) -> list[dg.RunRequest]:
+    return [r for r in result.run_requests if "-documents-" in r.run_key]
+
+
 def documents_run(result: dg.SensorResult) -> dg.RunRequest:
-    runs = [r for r in result.run_requests if r.run_key.endswith("-documents")]
+    runs = documents_runs(result)
     assert len(runs) == 1, result.run_requests
     return runs[0]
+
+
+def launch(instance, result: dg.SensorResult) -> list[str]:
+    """What the daemon does with the run requests: skip a run key this sensor already launched,
+    run the others (in process, one after the other, as the queue would); returns the keys run."""
+    job = defs.resolve_implicit_global_asset_job_def()
+    launched = []
+    for request in result.run_requests:
+        tags = {"dagster/run_key": request.run_key, "dagster/sensor_name": "docs_sensor"}
+        if instance.get_runs(filters=dg.RunsFilter(tags=tags)):
+            continue
+        run = job.execute_in_process(
+            instance=instance, asset_selection=list(request.asset_selection), tags={**request.tags, **tags},
+            run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
+        )
+        assert run.success
+        launched.append(request.run_key)
+    return launched
+
+
+def indexed_text(doc_path: str) -> str:
+    from rag_assets.config import Settings
+    from rag_assets.embedding import load_embedder
+    from rag_assets.store import ChromaStore
+
+    settings = Settings.from_env()
+    store = ChromaStore.for_settings(settings, load_embedder(settings))
+    return "\n".join(text for _, text, meta in store.iter_all() if meta["doc_path"] == doc_path)
 
 
 def write(path, text, mtime=PAST):
@@ -49,7 +85,7 @@ def test_first_tick_registers_documents_and_requests_one_run(instance):
     assert sorted(instance.get_dynamic_partitions(documents_partitions.name)) == [
         "guide/evaluation.md", "guide/streaming.md", "rate-limits.md"
     ]
-    assert [r.run_key.rsplit("-", 1)[1] for r in result.run_requests] == ["catalog", "documents"]
+    assert kinds(result) == ["catalog", "documents"]
     tags = documents_run(result).tags
     assert tags[ASSET_PARTITION_RANGE_START_TAG] == "guide/evaluation.md"
     assert tags[ASSET_PARTITION_RANGE_END_TAG] == "rate-limits.md"
@@ -77,7 +113,7 @@ def test_deleted_file_requests_the_catalog_run(instance, rag_env):
     cursor = tick(instance).cursor
     (rag_env / "docs" / "rate-limits.md").unlink()
     result = tick(instance, cursor)
-    assert [r.run_key.rsplit("-", 1)[1] for r in result.run_requests] == ["catalog"]
+    assert kinds(result) == ["catalog"]
     assert "rate-limits.md" not in json.loads(result.cursor)["files"]
 
 
@@ -94,17 +130,55 @@ def test_half_written_file_waits_until_it_settles(instance, rag_env):
     assert documents_run(third).tags[ASSET_PARTITION_RANGE_END_TAG] == "draft.md"
 
 
-def test_a_burst_of_1000_new_files_is_one_run_and_one_tick(instance, rag_env):
+def test_a_burst_of_1000_new_files_is_one_tick_and_a_few_runs(instance, rag_env):
     cursor = tick(instance).cursor
     for i in range(1000):
         write(rag_env / "docs" / "bulk" / f"page-{i:04d}.md", f"# Page {i}\n\nBody of page {i}.\n")
     started = time.perf_counter()
     result = tick(instance, cursor)
     elapsed = time.perf_counter() - started
-    run = documents_run(result)
-    assert run.tags["rag/changed_documents"] == "1000"
-    assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == "bulk/page-0000.md"
-    assert run.tags[ASSET_PARTITION_RANGE_END_TAG] == "bulk/page-0999.md"
+    runs = documents_runs(result)  # slices of RAG_DOCUMENTS_PER_RUN (200), in partition order
+    assert [r.tags["rag/changed_documents"] for r in runs] == ["200"] * 5
+    assert runs[0].tags[ASSET_PARTITION_RANGE_START_TAG] == "bulk/page-0000.md"
+    assert runs[-1].tags[ASSET_PARTITION_RANGE_END_TAG] == "bulk/page-0999.md"
     assert len(instance.get_dynamic_partitions(documents_partitions.name)) == 1003
     assert elapsed < 60, f"a tick must finish inside Dagster's 60 s sensor timeout, took {elapsed:.1f} s"
     print(f"1000-file tick: {elapsed:.2f} s")
+
+
+def test_a_reverted_file_and_a_restored_file_are_indexed_again(instance, rag_env):
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    version_a = doc.read_text()
+    result = tick(instance)
+    launch(instance, result)
+    write(doc, version_a.replace("incrementally", "in one piece (version B)"), mtime=PAST + 10)
+    result = tick(instance, result.cursor)
+    assert launch(instance, result)
+    assert "version B" in indexed_text("guide/streaming.md")
+
+    write(doc, version_a, mtime=PAST + 20)  # revert to a version the sensor has seen before
+    result = tick(instance, result.cursor)
+    assert launch(instance, result), "the revert must launch a run (a new run key)"
+    assert "version B" not in indexed_text("guide/streaming.md") and "incrementally" in indexed_text("guide/streaming.md")
+
+    doc.unlink()  # delete, then restore
+    result = tick(instance, result.cursor)
+    assert launch(instance, result)
+    assert indexed_text("guide/streaming.md") == ""
+    write(doc, version_a, mtime=PAST + 30)
+    result = tick(instance, result.cursor)
+    assert launch(instance, result), "the restore must launch runs"
+    assert "incrementally" in indexed_text("guide/streaming.md")
+
+    # the same tick evaluated again asks for the same keys: the daemon launches nothing twice
+    assert launch(instance, tick(instance, json.dumps(json.loads(result.cursor)))) == []
+
+
+def test_the_sensor_never_empties_the_index(instance, rag_env):
+    result = tick(instance)
+    launch(instance, result)
+    for path in (rag_env / "docs").rglob("*.md"):
+        path.unlink()
+    skipped = tick(instance, result.cursor)
+    assert not skipped.run_requests and "refusing to remove 3 of 3 indexed documents" in str(skipped.skip_reason)
+    assert indexed_text("rate-limits.md")  # nothing was removed

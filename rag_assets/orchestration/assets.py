@@ -1,24 +1,33 @@
 """The pipeline as Dagster assets, in lineage order:
 
-document_catalog -> parsed_documents -> markdown_blocks -> document_chunks -> chunk_embeddings -> vector_index
+document_catalog -> parsed_documents -> markdown_blocks -> document_chunks -> chunk_embeddings
+-> vector_index -> index_audit
 
 The catalog is unpartitioned and keeps the `documents` dynamic partitions in step with the docs
-folder. The others are partitioned per document with a single-run backfill policy: one run covers
-any number of documents (each asset loops over `context.partition_keys`), so ingesting 1,000
-documents is one run, not 1,000. The work itself lives in rag_assets.ingestion.
+folder (and the store in step with the folder: vanished documents removed, orphaned vectors
+reconciled away). The five per-document assets are partitioned per document; each run covers a
+range of documents (each asset loops over `context.partition_keys`), at most
+RAG_DOCUMENTS_PER_RUN of them (UI backfills fan out into runs of that size). Their checks verify
+the documents of the run; `index_audit` verifies the whole index on demand and every night.
+The work itself lives in the plain modules (rag_assets.ingestion, catalog, invariants).
 """
-
 
 import time
 import warnings
 
 import dagster as dg
 
+from rag_assets import invariants
+from rag_assets.catalog import deletion_refusal, vanished_documents
 from rag_assets.chunking import ChunkingConfig
+from rag_assets.config import Settings
 from rag_assets.discovery import DocumentTooLarge, discover, fingerprint_file, partition_key_for
 from rag_assets.ingestion import (
+    Fingerprints,
     StageReport,
+    index_fingerprint,
     chunking_fingerprint,
+    reconcile_store,
     remove_documents,
     run_chunk,
     run_embed,
@@ -27,12 +36,13 @@ from rag_assets.ingestion import (
     run_split,
 )
 from rag_assets.models import DocumentRef
-from rag_assets.stage_store import INDEXED, StageStore
+from rag_assets.progress import ProgressEvent, Reporter, Throttle, describe, publish
+from rag_assets.stage_store import StageStore
 from rag_assets.tokens import TokenCounter
 
 from .resources import EmbedderResource, VectorStoreResource, current_settings
 
-# single-run backfills are what make one run cover many documents; Dagster still labels them beta
+# multi-run backfills are what bound a UI backfill's runs; Dagster still labels the policy beta
 warnings.filterwarnings("ignore", message=".*backfill_policy.*", category=dg.BetaWarning)
 
 documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
@@ -40,47 +50,61 @@ documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
 INGESTION = "ingestion"
 _PER_DOC = dict(
     partitions_def=documents_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=Settings.from_env().documents_per_run),
     group_name=INGESTION,
 )
 _MAX_TABLE_ROWS = 50
+# Up to this many documents a run gives each partition its own metadata. Dagster's
+# add_asset_metadata(partition_key=...) re-reads the run's partition range on every call
+# (quadratic in the run's size: +11 ms a document at 1,000, benchmarks/ingest_overhead.md).
+_PER_PARTITION_METADATA_MAX = 25
+_PROGRESS_LOG_SECONDS = 5.0
+
+
+class CatalogConfig(dg.Config):
+    allow_mass_delete: bool = False  # remove documents even when most (or all) of the index would go
 
 
 @dg.asset(group_name=INGESTION)
 def document_catalog(
-    context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
+    context: dg.AssetExecutionContext,
+    config: CatalogConfig,
+    embedder: EmbedderResource,
+    vector_store: VectorStoreResource,
 ) -> dg.MaterializeResult:
-    """Every markdown file under the docs folder, fingerprinted; keeps the `documents` partitions in step."""
+    """Every markdown file under the docs folder, fingerprinted; keeps the `documents` partitions,
+    the stage records and the vector store in step with the folder."""
     settings = current_settings()
     started = time.perf_counter()
-    catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes)
-    stages = StageStore(settings.state_dir)
-    previous = stages.read_catalog()
+    try:
+        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes)
+    except FileNotFoundError as exc:
+        raise dg.Failure(description=f"{exc}; nothing was removed from the index") from None
+    stages = StageStore.for_settings(settings)
+    vanished = vanished_documents(catalog, stages)
+    refusal = deletion_refusal(
+        catalog, vanished, settings.max_delete_share, settings.mass_delete_min_documents,
+        config.allow_mass_delete or settings.allow_mass_delete,
+    )
+    if refusal:
+        raise dg.Failure(description=refusal, metadata={"documents_found": len(catalog.documents),
+                                                        "documents_to_remove": len(vanished.doc_paths)})
 
     current_keys = [d.partition_key for d in catalog.documents]
     existing_keys = set(context.instance.get_dynamic_partitions(documents_partitions.name))
     added = [k for k in current_keys if k not in existing_keys]
-    # a file that exists but failed discovery (too large, unreadable) is reported, not forgotten:
-    # what is indexed of it stays until it can be read again or is really gone
-    failed_paths = {e.path for e in catalog.errors}
-    failed_keys = {partition_key_for(p) for p in failed_paths}
-    vanished_keys = sorted(existing_keys - set(current_keys) - failed_keys)
     if added:
         context.instance.add_dynamic_partitions(documents_partitions.name, added)
+    # a file that exists but failed discovery keeps its partition (and what is indexed of it)
+    failed_keys = {partition_key_for(e.path) for e in catalog.errors}
+    stale_keys = sorted(existing_keys - set(current_keys) - failed_keys)
 
-    # a vanished file: its vectors go first, then its records, then its partition
-    known = {d.partition_key: d.doc_path for d in (previous.documents if previous else [])}
-    current_docs = {d.doc_path for d in catalog.documents}
-    # also documents indexed earlier whose partition is gone (e.g. a wiped Dagster storage)
-    vanished_docs = sorted(
-        ({known.get(k, k) for k in vanished_keys} | (set(stages.doc_paths(INDEXED)) - current_docs)) - failed_paths
-    )
-    deleted: dict[str, int] = {}
-    if vanished_docs:
-        with vector_store.writer(embedder.get()) as store:
-            deleted = remove_documents(vanished_docs, stages, store)
-        for key in vanished_keys:
-            context.instance.delete_dynamic_partition(documents_partitions.name, key)
+    with vector_store.writer(embedder.get()) as store:
+        deleted = remove_documents(vanished.doc_paths, stages, store)
+        keep = [d.doc_path for d in catalog.documents] + [e.path for e in catalog.errors]
+        reconciled = reconcile_store(store, keep, stages)
+    for key in stale_keys:
+        context.instance.delete_dynamic_partition(documents_partitions.name, key)
     # written last: if this run dies above, the next one still knows the vanished documents' paths
     stages.write_catalog(catalog)
 
@@ -88,35 +112,38 @@ def document_catalog(
         "docs_dir": str(catalog.docs_dir),
         "documents": len(catalog.documents),
         "partitions_added": len(added),
-        "partitions_removed": len(vanished_keys),
-        "vectors_deleted": sum(deleted.values()),
+        "partitions_removed": len(stale_keys),
+        "documents_removed": len(deleted),
+        "vectors_deleted": sum(deleted.values()) + reconciled.orphan_vectors,
+        "orphan_vectors_removed": reconciled.orphan_vectors,
         "total_bytes": sum(d.size_bytes for d in catalog.documents),
         "discovery_errors": len(catalog.errors),
         "seconds": round(time.perf_counter() - started, 3),
     }
     if catalog.errors:
         metadata["errors"] = dg.MetadataValue.md(
-            "| file | problem |\n|---|---|\n" + "\n".join(f"| `{e.path}` | {e.reason} |" for e in catalog.errors)
+            "| file | problem |\n|---|---|\n" + "\n".join(f"| `{e.path}` | {e.reason} |" for e in catalog.errors[:200])
         )
-    if deleted:
-        metadata["deleted_documents"] = dg.MetadataValue.json(deleted)
+    if deleted or reconciled.orphan_documents:
+        metadata["deleted_documents"] = dg.MetadataValue.json(
+            {**deleted, **{f"{d} (orphaned vectors)": 0 for d in reconciled.orphan_documents}}
+        )
     return dg.MaterializeResult(metadata=metadata)
 
 
-def _refs(context: dg.AssetExecutionContext) -> list[DocumentRef]:
-    """This run's documents, fingerprinted now: the file as it is, not as the catalog last saw it.
-
-    A vanished file is skipped (the next catalog run removes it); a key the catalog has not seen
-    yet (added by the sensor) is its own doc_path.
-    """
-    settings = current_settings()
-    catalog = StageStore(settings.state_dir).read_catalog()
-    doc_paths = {d.partition_key: d.doc_path for d in catalog.documents} if catalog else {}
+# -- the per-document assets ----------------------------------------------------------------------
+def _refs(context: dg.AssetExecutionContext, settings: Settings, stages: StageStore) -> list[DocumentRef]:
+    """This run's documents as they are now. The catalog's fingerprint is reused for a file whose
+    size, mtime and inode have not moved (no re-read); any other file is hashed again, so a run
+    acts on the file as it is, not as the catalog last saw it. A vanished file is skipped (the next
+    catalog run removes it); a key the catalog has not seen yet (added by the sensor) is its path."""
+    known = stages.catalog_by_partition_key(context.partition_keys)
     refs = []
     for key in context.partition_keys:
-        doc_path = doc_paths.get(key, key)
+        last = known.get(key)
+        doc_path = last.doc_path if last else key
         try:
-            refs.append(fingerprint_file(settings.docs_dir, doc_path, max_file_bytes=settings.max_file_bytes))
+            refs.append(fingerprint_file(settings.docs_dir, doc_path, max_file_bytes=settings.max_file_bytes, known=last))
         except FileNotFoundError:
             context.log.warning(f"{doc_path}: vanished; the next document_catalog run removes it from the index")
         except (OSError, DocumentTooLarge) as exc:
@@ -124,9 +151,23 @@ def _refs(context: dg.AssetExecutionContext) -> list[DocumentRef]:
     return refs
 
 
-def _result(context: dg.AssetExecutionContext, report: StageReport, **extra) -> dg.MaterializeResult:
+def _reporter(context: dg.AssetExecutionContext) -> Reporter:
+    """Progress to in-process listeners (the CLI's bar) and, every few seconds, to the run log."""
+    throttle, started = Throttle(_PROGRESS_LOG_SECONDS), time.monotonic()
+
+    def report(event: ProgressEvent) -> None:
+        publish(event)
+        if event.total and throttle.due(event):
+            context.log.info(describe(event, started))
+
+    return report
+
+
+def _result(
+    context: dg.AssetExecutionContext, report: StageReport, check_results=(), **extra
+) -> dg.MaterializeResult:
     """Metadata that tells a stage's story: counts, timings, and what failed and why."""
-    for doc_path, reason in report.failed.items():
+    for reason in report.failed.values():
         context.log.error(f"{report.stage}: {reason}")
     metadata: dict = {
         "documents_processed": len(report.processed),
@@ -138,8 +179,9 @@ def _result(context: dg.AssetExecutionContext, report: StageReport, **extra) -> 
         **extra,
     }
     if report.failed:
-        metadata["errors"] = dg.MetadataValue.json(report.errors)
-    if len(context.partition_keys) == 1 and report.per_document:
+        metadata["errors"] = dg.MetadataValue.json(report.errors[:200])
+    keys = context.partition_keys
+    if len(keys) == 1 and report.per_document:
         metadata.update(next(iter(report.per_document.values())))
     elif report.per_document:
         rows = list(report.per_document.items())[:_MAX_TABLE_ROWS]
@@ -147,66 +189,175 @@ def _result(context: dg.AssetExecutionContext, report: StageReport, **extra) -> 
         table = "| document | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns) + "\n"
         table += "\n".join(f"| `{p}` | " + " | ".join(str(d.get(c, "")) for c in columns) + " |" for p, d in rows)
         metadata["per_document"] = dg.MetadataValue.md(table)
-    return dg.MaterializeResult(metadata=metadata)
+        if len(keys) <= _PER_PARTITION_METADATA_MAX:
+            by_path = {partition_key_for(p): d for p, d in report.per_document.items()}
+            for key in keys:
+                if key in by_path:
+                    context.add_asset_metadata({f"document.{k}": v for k, v in by_path[key].items()}, partition_key=key)
+    return dg.MaterializeResult(metadata=metadata, check_results=list(check_results))
+
+
+def _check(name: str, finding: invariants.Finding) -> dg.AssetCheckResult:
+    metadata: dict = dict(finding.counts)
+    if finding.problems:
+        metadata["problems"] = dg.MetadataValue.md("\n".join(f"- {p}" for p in finding.problems[:100]))
+    return dg.AssetCheckResult(check_name=name, passed=finding.passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata)
 
 
 @dg.asset(deps=[document_catalog], **_PER_DOC)
 def parsed_documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """YAML frontmatter (safe-loaded) -> title, description, tags, metadata; the markdown body."""
-    return _result(context, run_parse(_refs(context), StageStore(current_settings().state_dir)))
+    settings = current_settings()
+    stages = StageStore.for_settings(settings)
+    return _result(context, run_parse(_refs(context, settings, stages), stages, _reporter(context)))
 
 
 @dg.asset(deps=[parsed_documents], **_PER_DOC)
 def markdown_blocks(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """Structural blocks: headings, prose, atomic code fences, pipe tables and ::: admonitions."""
-    return _result(context, run_split(_refs(context), StageStore(current_settings().state_dir)))
+    settings = current_settings()
+    stages = StageStore.for_settings(settings)
+    return _result(context, run_split(_refs(context, settings, stages), stages, _reporter(context)))
 
 
 def chunking_setup(embedder_resource: EmbedderResource):
+    """(embedder, chunking config, token counter, chunk fingerprint): what document_chunks chunks with."""
     settings = embedder_resource.settings()
     embedder = embedder_resource.get()
-    config = ChunkingConfig.from_settings(settings)
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
-    fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens)
-    return embedder, config, counter, fingerprint
+    return embedder, ChunkingConfig.from_settings(settings), counter, chunking_fingerprint_for(settings, embedder)
 
 
-@dg.asset(deps=[markdown_blocks], **_PER_DOC)
+def chunking_fingerprint_for(settings: Settings, embedder) -> str:
+    """What a chunk record must carry to be current (no model or tokenizer is loaded for it)."""
+    config = ChunkingConfig.from_settings(settings)
+    return chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens)
+
+
+def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreResource) -> Fingerprints:
+    """What every stage record must carry right now to count as current (stale_documents' input)."""
+    settings = embedder.settings()
+    model = embedder.get()
+    return Fingerprints(
+        chunks=chunking_fingerprint_for(settings, model),
+        embedded=model.model_name,
+        indexed=index_fingerprint(vector_store.settings().collection, vector_store.collection_id(model), model.model_name),
+    )
+
+
+def _check_specs(asset: str, described: dict[str, str]) -> list[dg.AssetCheckSpec]:
+    return [dg.AssetCheckSpec(name, asset=asset, description=text) for name, text in described.items()]
+
+
+CHUNK_CHECKS = ("chunks_within_embedder_limit", "chunk_metadata_present")
+INDEX_CHECKS = ("all_documents_indexed", "index_matches_records")
+
+
+@dg.asset(
+    deps=[markdown_blocks],
+    check_specs=_check_specs("document_chunks", {
+        CHUNK_CHECKS[0]: "No chunk of the run's documents is silently truncated by the embedder",
+        CHUNK_CHECKS[1]: "Every chunk of the run's documents carries its id, hash, text and metadata",
+    }),
+    **_PER_DOC,
+)
 def document_chunks(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
     """Heading-aware chunks sized in tiktoken tokens to fit the embedder; deterministic ids and hashes."""
+    settings = embedder.settings()
     model, config, counter, fingerprint = chunking_setup(embedder)
-    report = run_chunk(
-        _refs(context), StageStore(current_settings().state_dir), counter, config, model.fits, fingerprint
-    )
-    return _result(context, report, max_tokens=config.max_tokens, embedder_input_limit=model.max_input_tokens)
+    stages = StageStore.for_settings(settings)
+    refs = _refs(context, settings, stages)
+    report = run_chunk(refs, stages, counter, config, model.fits, fingerprint, _reporter(context))
+    checks = [
+        _check(CHUNK_CHECKS[0], invariants.chunks_within_limit(stages, refs, model.fits)),
+        _check(CHUNK_CHECKS[1], invariants.chunk_metadata_complete(stages, refs)),
+    ]
+    return _result(context, report, checks, max_tokens=config.max_tokens, embedder_input_limit=model.max_input_tokens)
 
 
 @dg.asset(deps=[document_chunks], **_PER_DOC)
 def chunk_embeddings(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
     """One vector per distinct chunk text, cached by (model, content hash): nothing is embedded twice."""
-    model, _, _, fingerprint = chunking_setup(embedder)
-    cache = embedder.cache()
-    try:
-        report = run_embed(_refs(context), StageStore(current_settings().state_dir), model, cache, fingerprint)
-    finally:
-        cache.close()
+    settings = embedder.settings()
+    model = embedder.get()
+    stages = StageStore.for_settings(settings)
+    report = run_embed(
+        _refs(context, settings, stages), stages, model, embedder.cache(), chunking_fingerprint_for(settings, model),
+        _reporter(context),
+    )
     return _result(context, report, dimension=model.dimension)
 
 
-@dg.asset(deps=[chunk_embeddings], **_PER_DOC)
+@dg.asset(
+    deps=[chunk_embeddings],
+    check_specs=_check_specs("vector_index", {
+        INDEX_CHECKS[0]: "Every document of the run is indexed at its current version",
+        INDEX_CHECKS[1]: "The store holds exactly the recorded chunks of the run's documents",
+    }),
+    **_PER_DOC,
+)
 def vector_index(
     context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
 ) -> dg.MaterializeResult:
-    """Chroma: per-document replace (write the new chunks, then delete the stale ones)."""
-    model, _, _, fingerprint = chunking_setup(embedder)
-    cache = embedder.cache()
-    try:
-        with vector_store.writer(model) as store:
-            report = run_index(_refs(context), StageStore(current_settings().state_dir), store, cache, fingerprint)
-    finally:
-        cache.close()
-    return _result(context, report, collection=store.collection_name)
+    """The vector store: per-document replace (new chunks written first, stale ones deleted after),
+    several documents per store call."""
+    settings = embedder.settings()
+    model = embedder.get()
+    stages = StageStore.for_settings(settings)
+    refs = _refs(context, settings, stages)
+    with vector_store.writer(model) as store:
+        report = run_index(refs, stages, store, embedder.cache(), chunking_fingerprint_for(settings, model), _reporter(context))
+        checks = [
+            _check(INDEX_CHECKS[0], invariants.documents_indexed(stages, refs)),
+            _check(INDEX_CHECKS[1], invariants.index_matches_records(stages, refs, store)),
+        ]
+    return _result(context, report, checks, collection=store.collection_name)
+
+
+# -- the whole index, verified ---------------------------------------------------------------------
+AUDIT_CHECKS = ("audit_all_documents_indexed", "audit_no_orphan_vectors", "audit_chunks_within_embedder_limit",
+                "audit_chunk_metadata_present")
+
+
+@dg.asset(
+    deps=[vector_index],
+    group_name=INGESTION,
+    check_specs=_check_specs("index_audit", {
+        AUDIT_CHECKS[0]: "Every discovered document is indexed at its current version",
+        AUDIT_CHECKS[1]: "The store holds exactly the recorded chunks: no orphans, no gaps",
+        AUDIT_CHECKS[2]: "No chunk is silently truncated by the embedder",
+        AUDIT_CHECKS[3]: "Every chunk carries its id, hash, text and metadata",
+    }),
+)
+def index_audit(
+    context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
+) -> dg.MaterializeResult:
+    """The whole index checked against the catalog and the records (run by nightly_reconcile, or
+    on demand): what the per-run checks verify for their documents, for every document."""
+    settings = embedder.settings()
+    model = embedder.get()
+    stages = StageStore.for_settings(settings)
+    catalog = stages.read_catalog()
+    if catalog is None:
+        raise dg.Failure(description="no catalog yet: materialize document_catalog (or run `rag ingest`) first")
+    started = time.perf_counter()
+    store = vector_store.open(model)
+    refs = catalog.documents
+    findings = {
+        AUDIT_CHECKS[0]: invariants.documents_indexed(stages, refs, catalog.errors),
+        AUDIT_CHECKS[1]: invariants.index_matches_records(stages, refs, store, whole_store=True),
+        AUDIT_CHECKS[2]: invariants.chunks_within_limit(stages, refs, model.fits),
+        AUDIT_CHECKS[3]: invariants.chunk_metadata_complete(stages, refs),
+    }
+    metadata = {
+        "documents": len(refs),
+        "vectors": findings[AUDIT_CHECKS[1]].counts["vectors"],
+        "problems": sum(len(f.problems) for f in findings.values()),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return dg.MaterializeResult(metadata=metadata, check_results=[_check(n, f) for n, f in findings.items()])
 
 
 INGESTION_ASSETS = [document_catalog, parsed_documents, markdown_blocks, document_chunks, chunk_embeddings, vector_index]
 PER_DOCUMENT_ASSETS = INGESTION_ASSETS[1:]
+MAINTENANCE_ASSETS = [index_audit]

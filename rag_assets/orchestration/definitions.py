@@ -1,19 +1,23 @@
-"""The Dagster code location: assets in lineage order, their checks, and the resources they share."""
+"""The Dagster code location: assets in lineage order (their checks ride on them), the sensors and
+schedule that keep the index current, and the resources they share."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from .assets import INGESTION_ASSETS, PER_DOCUMENT_ASSETS, documents_partitions
-from .checks import INGESTION_CHECKS
+from .assets import INGESTION_ASSETS, MAINTENANCE_ASSETS, PER_DOCUMENT_ASSETS, documents_partitions
 from .evaluation import EVALUATION_ASSETS, evaluation_automation
+from .event_log import enable_event_batching
 from .resources import EmbedderResource, VectorStoreResource
 from .schedules import nightly_reconcile
 from .sensors import docs_sensor
 
+# Dagster hands a run's per-partition events to the event log in batches only when asked; the
+# batching event-log storage of dagster.yaml then writes each batch in one transaction.
+enable_event_batching()
+
 defs = dg.Definitions(
-    assets=[*INGESTION_ASSETS, *EVALUATION_ASSETS],
-    asset_checks=INGESTION_CHECKS,
+    assets=[*INGESTION_ASSETS, *MAINTENANCE_ASSETS, *EVALUATION_ASSETS],
     sensors=[docs_sensor, evaluation_automation],
     schedules=[nightly_reconcile],
     resources={"embedder": EmbedderResource(), "vector_store": VectorStoreResource()},

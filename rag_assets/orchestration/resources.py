@@ -18,7 +18,7 @@ from filelock import FileLock
 from rag_assets.config import Settings
 from rag_assets.embedding import Embedder, load_embedder
 from rag_assets.embedding_cache import EmbeddingCache
-from rag_assets.store import ChromaStore
+from rag_assets.store import ChromaStore, embedded_collection_id
 
 
 def current_settings() -> Settings:
@@ -62,7 +62,7 @@ class EmbedderResource(dg.ConfigurableResource):
         return _cached_embedder(self.settings())
 
     def cache(self) -> EmbeddingCache:
-        return EmbeddingCache(self.settings().state_dir / "embeddings.sqlite")
+        return EmbeddingCache.for_settings(self.settings())
 
 
 class VectorStoreResource(dg.ConfigurableResource):
@@ -84,6 +84,18 @@ class VectorStoreResource(dg.ConfigurableResource):
     def open(self, embedder: Embedder) -> ChromaStore:
         s = self.settings()
         return ChromaStore.for_settings(s, embedder)
+
+    def collection_id(self, embedder: Embedder) -> str:
+        """The collection's id now, without opening an embedded store when its catalog file can be
+        read directly (cheap, and a sensor tick must not open the store a run is writing); a
+        missing collection reads "none", so nothing counts as indexed in it."""
+        s = self.settings()
+        if not s.chroma_host:
+            try:
+                return embedded_collection_id(s.chroma_path, s.collection) or "none"
+            except LookupError:
+                pass
+        return self.open(embedder).collection_id
 
     @contextmanager
     def writer(self, embedder: Embedder) -> Iterator[ChromaStore]:

@@ -1,8 +1,10 @@
 """Launching ingestion runs on the Dagster instance, for the CLI: runs land in the same event log
 the UI reads, so every `rag ingest` shows up in the UI like a run launched there.
 
-Two runs per ingest: the catalog (which registers new documents as partitions), then one run over
-the documents' partition range (single-run backfill), never one run per document.
+An ingest: a stat-level look at the folder; the catalog run only if something moved (it registers
+new documents as partitions and removes vanished ones); then runs over the stale documents'
+partition ranges, at most RAG_DOCUMENTS_PER_RUN documents each (never one run per document), one
+after the other, so a killed ingest keeps every finished run and the next one continues from there.
 
 Concurrency: one ingest at a time per state folder. `ingest()` holds `<state_dir>/ingest.lock`
 from discovery to the last run, so a second `rag ingest` started meanwhile waits, then finds
@@ -26,21 +28,23 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import dagster as dg
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from filelock import FileLock, Timeout
 
 from rag_assets.errors import ConfigurationError, RagError
 
-from rag_assets.ingestion import contiguous_segments, index_fingerprint, stale_documents
-from rag_assets.models import DocumentRef
+from rag_assets.discovery import discover
+from rag_assets.ingestion import stale_documents
+from rag_assets.models import Catalog, DocumentRef
 from rag_assets.stage_store import StageStore
 
 from rag_assets.orchestration.definitions import defs as definitions
 from .evaluation import retrieval_evaluation
-from .assets import PER_DOCUMENT_ASSETS, chunking_setup, document_catalog, documents_partitions, vector_index
+from .assets import PER_DOCUMENT_ASSETS, current_fingerprints, document_catalog, documents_partitions, vector_index
+from .partition_ranges import plan_runs
+from rag_assets.progress import OVERALL, ProgressEvent, publish
 from .resources import INGEST_LOCK_NAME, EmbedderResource, VectorStoreResource, current_settings, ingest_lock_file
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +54,10 @@ INGEST_LOCK_TIMEOUT_VAR = "RAG_INGEST_LOCK_TIMEOUT"
 
 class IngestBusyError(RagError):
     """Another ingest held the state folder's lock for longer than RAG_INGEST_LOCK_TIMEOUT."""
+
+
+class CatalogRunFailed(RagError):
+    """The document_catalog run failed (e.g. the deletion guard refused): nothing else ran."""
 
 
 def get_instance() -> dg.DagsterInstance:
@@ -135,49 +143,57 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, di
 _HOST_TAG, _PID_TAG = "rag/host", "rag/pid"
 
 
-def _execute(instance: dg.DagsterInstance, selection, tags: dict[str, str] | None = None, partition_key: str | None = None):
+def _execute(
+    instance: dg.DagsterInstance,
+    selection,
+    tags: dict[str, str] | None = None,
+    partition_key: str | None = None,
+    run_config: dict | None = None,
+):
     return definitions.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=instance,
         asset_selection=[a.key for a in selection],
         partition_key=partition_key,
         tags={**(tags or {}), _HOST_TAG: socket.gethostname(), _PID_TAG: str(os.getpid())},
         # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
-        run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "WARNING")}}}},
+        run_config={
+            **(run_config or {}),
+            "loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "WARNING")}}},
+        },
         raise_on_error=False,
     )
 
 
-def materialize_documents(instance: dg.DagsterInstance, partition_keys: Sequence[str]) -> list[dg.ExecuteInProcessResult]:
-    """Run the per-document assets for these documents: one run per contiguous stretch of the
-    partition order (small gaps bridged), never one run per document."""
-    if len(partition_keys) == 1:
-        return [_execute(instance, PER_DOCUMENT_ASSETS, partition_key=partition_keys[0])]
+def materialize_documents(
+    instance: dg.DagsterInstance, partition_keys: Sequence[str], max_per_run: int
+) -> Iterator[tuple[int, dg.ExecuteInProcessResult]]:
+    """Run the per-document assets for these documents, run after run: contiguous stretches of the
+    partition order (small gaps bridged), at most max_per_run documents each, so every finished
+    run's documents stay indexed if the process is killed during a later one.
+    Yields (wanted documents the run covered, its result)."""
     order = instance.get_dynamic_partitions(documents_partitions.name)
-    return [
-        _execute(instance, PER_DOCUMENT_ASSETS, tags={ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last})
-        for first, last in contiguous_segments(order, partition_keys)
-    ]
+    for run in plan_runs(order, partition_keys, max_per_run):
+        if run.first == run.last:  # one document: its own partition key (its metadata is its own)
+            yield 1, _execute(instance, PER_DOCUMENT_ASSETS, partition_key=run.first)
+        else:
+            yield len(run.keys), _execute(instance, PER_DOCUMENT_ASSETS, tags=run.tags)
 
 
-def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef]) -> list[DocumentRef]:
-    """Documents whose stage records are stale, plus any whose partition Dagster has not seen
-    materialized (e.g. a wiped Dagster storage): everything else is already done."""
-    embedder_resource = EmbedderResource()
-    embedder, _, _, chunks_fp = chunking_setup(embedder_resource)
-    store = VectorStoreResource().open(embedder)
-    stages = StageStore(current_settings().state_dir)
-    stale = {r.doc_path for r in stale_documents(refs, stages, chunks_fp, embedder.model_name, index_fingerprint(store))}
+def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], stages: StageStore) -> list[DocumentRef]:
+    """The stale documents (ingestion.stale_documents, the one rule), plus any whose partition
+    Dagster has not seen materialized (e.g. a wiped Dagster storage): everything else is done."""
+    stale = stale_documents(refs, stages, current_fingerprints(EmbedderResource(), VectorStoreResource()))
     materialized = instance.get_materialized_partitions(vector_index.key)
     return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
 
 
-def ingest(only_doc_paths: Sequence[str] | None = None) -> IngestSummary:
+def ingest(only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False) -> IngestSummary:
     """Discover, register partitions, process the documents that changed; the summary the CLI prints.
 
     One ingest at a time per state folder (see the module docstring): a concurrent call waits."""
     started = time.perf_counter()
     with ingest_lock() as waited:
-        summary = _ingest_locked(only_doc_paths)
+        summary = _ingest_locked(only_doc_paths, allow_mass_delete)
     summary.lock_wait_seconds = round(waited, 3)
     summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary
@@ -201,46 +217,68 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     return orphaned
 
 
-def _ingest_locked(only_doc_paths: Sequence[str] | None) -> IngestSummary:
+def _catalog_is_current(stored: Catalog | None, seen: Catalog) -> bool:
+    """The folder looks exactly as the stored catalog says (every file's size, mtime and inode)."""
+    if stored is None or stored.docs_dir != seen.docs_dir:
+        return False
+    def key(d: DocumentRef) -> tuple:
+        return d.doc_path, d.content_hash, d.size_bytes, d.mtime_ns, d.inode
+
+    return sorted(map(key, stored.documents)) == sorted(map(key, seen.documents)) and sorted(
+        (e.path, e.reason) for e in stored.errors
+    ) == sorted((e.path, e.reason) for e in seen.errors)
+
+
+def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool) -> IngestSummary:
+    settings = current_settings()
     instance = get_instance()
     fail_orphaned_runs(instance)
     summary = IngestSummary()
-    catalog_run = _execute(instance, [document_catalog])
-    summary.run_ids.append(catalog_run.run_id)
-    if not catalog_run.success:
-        raise RuntimeError(f"document_catalog failed (run {catalog_run.run_id}): {_first_error(catalog_run)}")
-    catalog_meta = _materialization_metadata(catalog_run).get("document_catalog", {})
-    summary.documents_deleted = int(catalog_meta.get("partitions_removed", 0))
-    summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
-
-    stages = StageStore(current_settings().state_dir)
-    catalog = stages.read_catalog()
+    stages = StageStore.for_settings(settings)
+    stored = stages.read_catalog()
+    # A stat-level look first: when nothing moved, no catalog run is needed (files whose size,
+    # mtime and inode did not change are not re-read; nightly_reconcile re-reads everything).
+    seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=stored)
+    if not _catalog_is_current(stored, seen):
+        config = {"ops": {"document_catalog": {"config": {"allow_mass_delete": allow_mass_delete}}}}
+        catalog_run = _execute(instance, [document_catalog], run_config=config)
+        summary.run_ids.append(catalog_run.run_id)
+        if not catalog_run.success:
+            raise CatalogRunFailed(f"document_catalog failed (run {catalog_run.run_id}): {_first_error(catalog_run)}")
+        catalog_meta = _materialization_metadata(catalog_run).get("document_catalog", {})
+        summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
+        summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
+        stored = stages.read_catalog()
+    catalog = stored
     refs = catalog.documents
     if only_doc_paths is not None:
         refs = [r for r in refs if r.doc_path in set(only_doc_paths)]
     summary.documents_discovered = len(catalog.documents) + len(catalog.errors)
     summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
 
-    todo = documents_to_run(instance, refs)
-    summary.documents_unchanged = len(refs) - len(todo)
-    for run in materialize_documents(instance, [r.partition_key for r in todo]) if todo else []:
+    todo = documents_to_run(instance, refs, stages)
+    done = 0
+    if todo:
+        publish(ProgressEvent(OVERALL, 0, len(todo)))
+    for covered, run in materialize_documents(instance, [r.partition_key for r in todo], settings.documents_per_run):
+        done += covered
+        publish(ProgressEvent(OVERALL, done, len(todo)))
         summary.run_ids.append(run.run_id)
         meta = _materialization_metadata(run)
         index_meta = meta.get("vector_index", {})
         embed_meta = meta.get("chunk_embeddings", {})
         summary.documents_processed += int(index_meta.get("documents_processed", 0))
-        summary.documents_unchanged += int(index_meta.get("documents_unchanged", 0))
         summary.chunks_written += int(index_meta.get("vectors_written", 0))
         summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
         summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
         summary.embeddings_reused += int(embed_meta.get("embeddings_reused", 0))
         if not run.success:
             summary.errors.append({"doc_path": "*", "error": f"run {run.run_id} failed: {_first_error(run)}"})
-    for ref in todo:
-        failure = stages.failure(ref.doc_path, ref.content_hash)
-        if failure:
-            summary.errors.append({"doc_path": ref.doc_path, "error": failure["error"]})
+    failures = stages.failures([r.doc_path for r in todo]) if todo else {}
+    failed = [r for r in todo if r.doc_path in failures and failures[r.doc_path]["source_hash"] == r.content_hash]
+    summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     summary.documents_failed = len(summary.errors)
+    summary.documents_unchanged = max(0, len(refs) - summary.documents_processed - len(failed))
     return summary
 
 

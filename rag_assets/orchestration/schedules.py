@@ -1,15 +1,24 @@
-"""nightly_reconcile: a full discovery and a pass over every document, for anything the sensor
-missed (edits while the daemon was down, stale partitions), then the evaluation. Off by default;
-switch it on in the UI."""
+"""nightly_reconcile: anything the sensor missed (edits while the daemon was down, a failed run),
+then the whole index verified and the evaluation. Off by default; switch it on in the UI.
+
+The schedule decides what is stale with the same rule as `rag ingest` and the sensor, over a fresh
+look at the folder, and asks for: the catalog run (it also removes vanished documents and orphaned
+vectors), runs over the stale documents in slices, `index_audit`, and `retrieval_evaluation`,
+queued in that order (the run queue runs them one at a time)."""
 
 
 import os
 
 import dagster as dg
 
-from .assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions
+from rag_assets.discovery import discover
+from rag_assets.ingestion import stale_documents
+from rag_assets.stage_store import StageStore
+
+from .assets import PER_DOCUMENT_ASSETS, current_fingerprints, document_catalog, documents_partitions, index_audit
 from .evaluation import retrieval_evaluation
-from .sensors import range_tags
+from .partition_ranges import plan_runs
+from .resources import EmbedderResource, VectorStoreResource, current_settings
 
 RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 
@@ -17,23 +26,27 @@ RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 @dg.schedule(
     name="nightly_reconcile",
     cron_schedule=RECONCILE_CRON,
-    target=[document_catalog, *PER_DOCUMENT_ASSETS, retrieval_evaluation],
+    target=[document_catalog, *PER_DOCUMENT_ASSETS, index_audit, retrieval_evaluation],
     default_status=dg.DefaultScheduleStatus.STOPPED,
 )
 def nightly_reconcile(context: dg.ScheduleEvaluationContext):
     stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
     requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key])]
-    # the catalog run adds new partitions; documents registered by then are reconciled now, any
-    # newer ones by the sensor or the next night (unchanged documents cost a hash comparison)
-    keys = context.instance.get_dynamic_partitions(documents_partitions.name)
-    if keys:
-        requests.append(
-            dg.RunRequest(
-                run_key=f"reconcile-documents-{stamp}",
-                asset_selection=[a.key for a in PER_DOCUMENT_ASSETS],
-                tags=range_tags(list(keys), set(keys)),
-            )
-        )
-    # queued after the ingestion runs (the run queue runs one at a time): tonight's quality score
+    settings = current_settings()
+    stages = StageStore.for_settings(settings)
+    try:
+        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=stages.read_catalog())
+    except FileNotFoundError as exc:
+        context.log.warning(f"{exc}: only the catalog run (which refuses to empty the index) is requested")
+        return requests
+    # documents registered now are reconciled tonight; files new since the sensor's last look are
+    # registered by the catalog run and picked up by the sensor or the next night
+    order = context.instance.get_dynamic_partitions(documents_partitions.name)
+    stale = stale_documents(catalog.documents, stages, current_fingerprints(EmbedderResource(), VectorStoreResource()))
+    wanted = {d.partition_key for d in catalog.documents if d.doc_path in stale}
+    for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
+        requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",
+                                      asset_selection=[a.key for a in PER_DOCUMENT_ASSETS], tags=run.tags))
+    requests.append(dg.RunRequest(run_key=f"reconcile-audit-{stamp}", asset_selection=[index_audit.key]))
     requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}", asset_selection=[retrieval_evaluation.key]))
     return requests
