@@ -89,7 +89,7 @@ def run_ingest(env: dict[str, str], prefix: list[str] | None = None) -> dict:
     out, err = proc.communicate()
     wall = time.perf_counter() - started
     try:
-        summary = json.loads(out[out.index("{"):])
+        summary = json.JSONDecoder().raw_decode(out, out.index("{"))[0]  # py-spy prints around it
     except ValueError:
         raise SystemExit(f"rag ingest failed ({proc.returncode}):\n{out}\n{err[-3000:]}")
     return {"wall": wall, "peak_mb": peak[0] / 2**20, "summary": summary, "exit": proc.returncode}

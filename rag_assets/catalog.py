@@ -24,6 +24,10 @@ class Vanished:
     doc_paths: list[str]  # known to the state, not on disk, and not merely unreadable
     indexed: int  # documents with an index record before this discovery
 
+    def with_orphans(self, orphan_documents: list[str], documents_in_store: int) -> "Vanished":
+        """Add the documents only the vector store still knows (e.g. after the state was lost)."""
+        return Vanished(sorted(set(self.doc_paths) | set(orphan_documents)), max(self.indexed, documents_in_store))
+
 
 def vanished_documents(catalog: Catalog, stages: StageStore) -> Vanished:
     """Documents the state knows (any stage record or the previous catalog) that discovery no longer

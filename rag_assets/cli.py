@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 from rag_assets.config import apply_offline_defaults
@@ -158,16 +159,21 @@ def _ingest_doc(args) -> int:
     return _print_summary(summary, args.json)
 
 
+@contextmanager
 def _progress_bars(args):
     """Progress bars on stderr while a terminal watches; nothing with --json/--quiet or when piped."""
-    from contextlib import nullcontext
-
     if getattr(args, "json", False) or getattr(args, "quiet", False) or not sys.stderr.isatty():
-        return nullcontext()
+        yield
+        return
     from rag_assets.progress import listening
     from rag_assets.progress_bars import TerminalProgress
 
-    return listening(TerminalProgress(sys.stderr))
+    bars = TerminalProgress(sys.stderr)
+    try:
+        with listening(bars):
+            yield
+    finally:
+        bars.close()
 
 
 def _query(args) -> int:

@@ -515,40 +515,58 @@ def remove_documents(doc_paths: Sequence[str], stages: StageStore, store) -> dic
 
 
 @dataclass
-class Reconciliation:
-    orphan_vectors: int = 0
-    orphan_documents: list[str] = field(default_factory=list)  # doc_paths (or keys) the vectors named
+class Orphans:
+    """Vectors in the store whose document is not in the folder."""
+
+    ids_by_document: dict[str, list[str]] = field(default_factory=dict)  # doc_path (or doc key) -> ids
+    documents_in_store: int = 0  # distinct documents the store holds vectors of
+
+    @property
+    def vectors(self) -> int:
+        return sum(len(v) for v in self.ids_by_document.values())
+
+    def without(self, doc_paths: Iterable[str]) -> "Orphans":
+        """The orphans other than these documents (removed by doc_path already)."""
+        drop = set(doc_paths)
+        return Orphans({d: v for d, v in self.ids_by_document.items() if d not in drop}, self.documents_in_store)
 
 
-def reconcile_store(store, keep_doc_paths: Iterable[str], stages: StageStore | None = None) -> Reconciliation:
-    """Delete every vector whose document is not in `keep_doc_paths` (the folder as discovered,
-    plus files that exist but could not be read). Reads ids only: a chunk id starts with its
-    document's key (ids.py); ids of the older scheme are looked up by their doc_path metadata."""
-    keep_keys = {ids.doc_key(p) for p in keep_doc_paths}
+def find_orphans(store, keep_doc_paths: Iterable[str]) -> Orphans:
+    """Every vector whose document is not in `keep_doc_paths` (the folder as discovered, plus files
+    that exist but could not be read). Reads ids only: a chunk id starts with its document's key
+    (ids.py); ids of the older scheme are looked up by their doc_path metadata."""
     keep = set(keep_doc_paths)
-    orphans: dict[str, list[str]] = {}
+    keep_keys = {ids.doc_key(p) for p in keep}
+    by_key: dict[str, list[str]] = {}
     legacy: list[str] = []
     for cid in store.ids():
         key = ids.doc_key_of(cid)
         if key is None:
             legacy.append(cid)
-        elif key not in keep_keys:
-            orphans.setdefault(key, []).append(cid)
-    names: dict[str, str] = {}
-    for hit in store.get([cids[0] for cids in orphans.values()]):
-        names[ids.doc_key_of(hit.chunk_id) or ""] = str(hit.metadata.get("doc_path", ""))
+        else:
+            by_key.setdefault(key, []).append(cid)
+    orphans = Orphans(documents_in_store=len(by_key))
+    doomed = {k: v for k, v in by_key.items() if k not in keep_keys}
+    names = {ids.doc_key_of(hit.chunk_id): str(hit.metadata.get("doc_path", "")) for hit in store.get([v[0] for v in doomed.values()])}
+    for key, cids in doomed.items():
+        orphans.ids_by_document[names.get(key) or key] = cids
+    legacy_docs: set[str] = set()
     for start in range(0, len(legacy), 1000):
         for hit in store.get(legacy[start : start + 1000]):
             doc_path = str(hit.metadata.get("doc_path", ""))
+            legacy_docs.add(doc_path)
             if doc_path not in keep:
-                orphans.setdefault(f"legacy:{doc_path}", []).append(hit.chunk_id)
-                names[f"legacy:{doc_path}"] = doc_path
-    doomed = [cid for cids in orphans.values() for cid in cids]
+                orphans.ids_by_document.setdefault(doc_path, []).append(hit.chunk_id)
+    orphans.documents_in_store += len(legacy_docs - {names.get(k) for k in by_key})
+    return orphans
+
+
+def delete_orphans(store, orphans: Orphans, stages: StageStore) -> int:
+    """Delete the orphaned vectors (and any stage records of those documents)."""
+    doomed = [cid for cids in orphans.ids_by_document.values() for cid in cids]
     if not doomed:
-        return Reconciliation()
+        return 0
     store.delete_ids(doomed)
-    documents = sorted(names.get(k) or k for k in orphans)
-    if stages is not None:
-        stages.delete_documents([d for d in documents if d and d not in keep])
-        bump_generation(stages.db)
-    return Reconciliation(len(doomed), documents)
+    stages.delete_documents(list(orphans.ids_by_document))
+    bump_generation(stages.db)
+    return len(doomed)

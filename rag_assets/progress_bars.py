@@ -5,6 +5,7 @@ Two lines: the whole ingest (documents done / to do, across its runs) and the st
 
 from __future__ import annotations
 
+import shutil
 from typing import TextIO
 
 from tqdm import tqdm
@@ -35,8 +36,11 @@ class TerminalProgress:
         self._update(self._stage_bar, event.done)
 
     def _bar(self, event: ProgressEvent, position: int, leave: bool) -> tqdm:
+        # a terminal that reports no size (0x0, e.g. a bare pty) would get no bars at all: shutil
+        # falls back to $COLUMNS/$LINES, then 80x24
+        size = shutil.get_terminal_size()
         return tqdm(total=event.total, desc=f"{event.stage:>8}", unit=f" {event.unit}", file=self.stream,
-                    position=position, leave=leave, dynamic_ncols=True, mininterval=0.25)
+                    position=position, leave=leave, ncols=size.columns, nrows=size.lines, mininterval=0.25)
 
     @staticmethod
     def _update(bar: tqdm, done: int) -> None:

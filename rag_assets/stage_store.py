@@ -177,6 +177,17 @@ class StageStore:
                 conn.execute(catalog_errors.insert(), errors)
             self.db.set_meta(_CATALOG_DOCS_DIR, catalog.docs_dir, conn)
 
+    def refresh_catalog(self, refs: Sequence[DocumentRef]) -> None:
+        """Record these documents' new fingerprints in the stored catalog (a run re-fingerprinted
+        them), so the catalog stays "each file as last seen". Only files it already lists: which
+        files exist is the catalog run's to decide."""
+        if not refs:
+            return
+        with self.db.write() as conn:
+            for ref in refs:
+                values = {k: v for k, v in asdict(ref).items() if k != "doc_path"}
+                conn.execute(catalog_documents.update().where(catalog_documents.c.doc_path == ref.doc_path).values(**values))
+
     def catalog_by_partition_key(self, keys: Sequence[str]) -> dict[str, DocumentRef]:
         """The stored catalog's entries for these partition keys (a run's documents), nothing else."""
         out: dict[str, DocumentRef] = {}

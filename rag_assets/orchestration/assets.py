@@ -27,7 +27,8 @@ from rag_assets.ingestion import (
     StageReport,
     index_fingerprint,
     chunking_fingerprint,
-    reconcile_store,
+    delete_orphans,
+    find_orphans,
     remove_documents,
     run_chunk,
     run_embed,
@@ -81,28 +82,29 @@ def document_catalog(
     except FileNotFoundError as exc:
         raise dg.Failure(description=f"{exc}; nothing was removed from the index") from None
     stages = StageStore.for_settings(settings)
-    vanished = vanished_documents(catalog, stages)
-    refusal = deletion_refusal(
-        catalog, vanished, settings.max_delete_share, settings.mass_delete_min_documents,
-        config.allow_mass_delete or settings.allow_mass_delete,
-    )
-    if refusal:
-        raise dg.Failure(description=refusal, metadata={"documents_found": len(catalog.documents),
-                                                        "documents_to_remove": len(vanished.doc_paths)})
-
     current_keys = [d.partition_key for d in catalog.documents]
     existing_keys = set(context.instance.get_dynamic_partitions(documents_partitions.name))
-    added = [k for k in current_keys if k not in existing_keys]
-    if added:
-        context.instance.add_dynamic_partitions(documents_partitions.name, added)
     # a file that exists but failed discovery keeps its partition (and what is indexed of it)
     failed_keys = {partition_key_for(e.path) for e in catalog.errors}
     stale_keys = sorted(existing_keys - set(current_keys) - failed_keys)
-
     with vector_store.writer(embedder.get()) as store:
+        # vanished = known to the state and gone; orphans = only the store still has them
+        orphans = find_orphans(store, [d.doc_path for d in catalog.documents] + [e.path for e in catalog.errors])
+        vanished = vanished_documents(catalog, stages)
+        orphans = orphans.without(vanished.doc_paths)
+        refusal = deletion_refusal(
+            catalog, vanished.with_orphans(list(orphans.ids_by_document), orphans.documents_in_store),
+            settings.max_delete_share, settings.mass_delete_min_documents,
+            config.allow_mass_delete or settings.allow_mass_delete,
+        )
+        if refusal:
+            raise dg.Failure(description=refusal, metadata={"documents_found": len(catalog.documents),
+                                                            "documents_to_remove": len(vanished.doc_paths)})
+        added = [k for k in current_keys if k not in existing_keys]
+        if added:
+            context.instance.add_dynamic_partitions(documents_partitions.name, added)
         deleted = remove_documents(vanished.doc_paths, stages, store)
-        keep = [d.doc_path for d in catalog.documents] + [e.path for e in catalog.errors]
-        reconciled = reconcile_store(store, keep, stages)
+        orphan_vectors = delete_orphans(store, orphans, stages)
     for key in stale_keys:
         context.instance.delete_dynamic_partition(documents_partitions.name, key)
     # written last: if this run dies above, the next one still knows the vanished documents' paths
@@ -113,9 +115,9 @@ def document_catalog(
         "documents": len(catalog.documents),
         "partitions_added": len(added),
         "partitions_removed": len(stale_keys),
-        "documents_removed": len(deleted),
-        "vectors_deleted": sum(deleted.values()) + reconciled.orphan_vectors,
-        "orphan_vectors_removed": reconciled.orphan_vectors,
+        "documents_removed": len(deleted) + len(orphans.ids_by_document),
+        "vectors_deleted": sum(deleted.values()) + orphan_vectors,
+        "orphan_vectors_removed": orphan_vectors,
         "total_bytes": sum(d.size_bytes for d in catalog.documents),
         "discovery_errors": len(catalog.errors),
         "seconds": round(time.perf_counter() - started, 3),
@@ -124,9 +126,9 @@ def document_catalog(
         metadata["errors"] = dg.MetadataValue.md(
             "| file | problem |\n|---|---|\n" + "\n".join(f"| `{e.path}` | {e.reason} |" for e in catalog.errors[:200])
         )
-    if deleted or reconciled.orphan_documents:
+    if deleted or orphans.ids_by_document:
         metadata["deleted_documents"] = dg.MetadataValue.json(
-            {**deleted, **{f"{d} (orphaned vectors)": 0 for d in reconciled.orphan_documents}}
+            {**deleted, **{f"{d} (orphaned vectors)": len(v) for d, v in orphans.ids_by_document.items()}}
         )
     return dg.MaterializeResult(metadata=metadata)
 
@@ -209,7 +211,10 @@ def parsed_documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """YAML frontmatter (safe-loaded) -> title, description, tags, metadata; the markdown body."""
     settings = current_settings()
     stages = StageStore.for_settings(settings)
-    return _result(context, run_parse(_refs(context, settings, stages), stages, _reporter(context)))
+    refs = _refs(context, settings, stages)
+    report = run_parse(refs, stages, _reporter(context))
+    stages.refresh_catalog(refs)  # a file edited since the catalog run is known as it is now
+    return _result(context, report)
 
 
 @dg.asset(deps=[parsed_documents], **_PER_DOC)

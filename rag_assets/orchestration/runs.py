@@ -158,7 +158,7 @@ def _execute(
         # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
         run_config={
             **(run_config or {}),
-            "loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "WARNING")}}},
+            "loggers": {"console": {"config": {"log_level": _log_level()}}},
         },
         raise_on_error=False,
     )
@@ -217,16 +217,14 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     return orphaned
 
 
-def _catalog_is_current(stored: Catalog | None, seen: Catalog) -> bool:
-    """The folder looks exactly as the stored catalog says (every file's size, mtime and inode)."""
+def _catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
+    """Only when files appeared, vanished or changed readability: edited files are re-fingerprinted
+    by the runs over them (and recorded in the catalog by parsed_documents)."""
     if stored is None or stored.docs_dir != seen.docs_dir:
-        return False
-    def key(d: DocumentRef) -> tuple:
-        return d.doc_path, d.content_hash, d.size_bytes, d.mtime_ns, d.inode
-
-    return sorted(map(key, stored.documents)) == sorted(map(key, seen.documents)) and sorted(
-        (e.path, e.reason) for e in stored.errors
-    ) == sorted((e.path, e.reason) for e in seen.errors)
+        return True
+    if {d.doc_path for d in stored.documents} != {d.doc_path for d in seen.documents}:
+        return True
+    return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)
 
 
 def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool) -> IngestSummary:
@@ -236,20 +234,21 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     summary = IngestSummary()
     stages = StageStore.for_settings(settings)
     stored = stages.read_catalog()
-    # A stat-level look first: when nothing moved, no catalog run is needed (files whose size,
-    # mtime and inode did not change are not re-read; nightly_reconcile re-reads everything).
+    # A look at the folder first (a file whose size, mtime and inode did not change is not re-read):
+    # the catalog run only when files appeared or vanished.
     seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=stored)
-    if not _catalog_is_current(stored, seen):
+    ran_catalog = _catalog_run_needed(stored, seen)
+    if ran_catalog:
         config = {"ops": {"document_catalog": {"config": {"allow_mass_delete": allow_mass_delete}}}}
         catalog_run = _execute(instance, [document_catalog], run_config=config)
         summary.run_ids.append(catalog_run.run_id)
         if not catalog_run.success:
-            raise CatalogRunFailed(f"document_catalog failed (run {catalog_run.run_id}): {_first_error(catalog_run)}")
+            raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
         catalog_meta = _materialization_metadata(catalog_run).get("document_catalog", {})
         summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
         summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
-        stored = stages.read_catalog()
-    catalog = stored
+        seen = stages.read_catalog()
+    catalog = seen
     refs = catalog.documents
     if only_doc_paths is not None:
         refs = [r for r in refs if r.doc_path in set(only_doc_paths)]
@@ -257,6 +256,12 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
 
     todo = documents_to_run(instance, refs, stages)
+    if stored is not None and not ran_catalog:
+        # touched files (new mtime, same content): remember how they look now, so the next look
+        # does not read them again
+        before = {d.doc_path: d for d in stored.documents}
+        waiting = {r.doc_path for r in todo}
+        stages.refresh_catalog([r for r in seen.documents if r.doc_path not in waiting and before.get(r.doc_path) != r])
     done = 0
     if todo:
         publish(ProgressEvent(OVERALL, 0, len(todo)))
@@ -307,7 +312,7 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -
         asset_selection=[retrieval_evaluation.key],
         run_config={
             "ops": {"retrieval_evaluation": {"config": config}},
-            "loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "WARNING")}}},
+            "loggers": {"console": {"config": {"log_level": _log_level()}}},
         },
         raise_on_error=False,
     )
@@ -326,7 +331,31 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -
 
 
 def _first_error(result: dg.ExecuteInProcessResult) -> str:
+    """The first failed step's own message: a dg.Failure's description, or the exception's text
+    without Dagster's wrapping (the class path stays only for unexpected exceptions)."""
     for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data.error:
-            return event.step_failure_data.error.message.strip()
+        if not event.is_step_failure:
+            continue
+        data = event.step_failure_data
+        if data.user_failure_data is not None and data.user_failure_data.description:
+            return data.user_failure_data.description.strip()
+        if data.error:
+            error = data.error.cause if data.error.cls_name == "DagsterExecutionStepExecutionError" and data.error.cause else data.error
+            message = error.message.strip()
+            if error.cls_name in _OWN_ERRORS:  # our errors say what to do: no "rag_assets.errors.X: " prefix
+                message = message.split(": ", 1)[-1]
+            return message
     return "see the run's logs in the Dagster UI"
+
+
+def _subclasses(cls: type) -> set[str]:
+    return {cls.__name__} | {name for sub in cls.__subclasses__() for name in _subclasses(sub)}
+
+
+_OWN_ERRORS = _subclasses(RagError)
+
+
+def _log_level() -> str:
+    """Dagster's console log level for the CLI's own runs: the CLI reports failures itself (one line
+    each), so by default Dagster prints nothing; RAG_LOG_LEVEL=INFO shows the run logs as they go."""
+    return os.environ.get("RAG_LOG_LEVEL", "CRITICAL")
