@@ -11,6 +11,7 @@ import pytest
 from rag_assets.errors import DocumentError
 from rag_assets.frontmatter import MAX_ALIASES, MAX_DEPTH, decode, parse_document, read_document
 from rag_assets.models import DocumentRef
+from rag_assets_tests.hostile_corpus import billion_laughs
 
 
 def ref(doc_path="guide/page.md", path="/nonexistent", module="guide"):
@@ -76,13 +77,6 @@ def test_vanished_file(tmp_path):
 
 
 # -- bounded YAML: alias bombs, recursive aliases, deep nesting ---------------------------------
-def billion_laughs(levels: int = 9) -> str:
-    """The classic alias bomb: each level is a list of nine aliases of the level below."""
-    rows = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    rows += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
-    return "---\n" + "\n".join(rows) + "\n---\n# Body\n\nText.\n"
-
-
 def test_alias_bomb_is_refused_fast_and_in_bounded_memory():
     bomb = billion_laughs()
     assert len(bomb.encode()) < 480  # 9^9 = 387 million "lol"s once expanded
