@@ -206,6 +206,7 @@ class RecordedRequest:
     json: Any  # the parsed body, None when it was not JSON
     fault: str | None = None  # the kind of fault applied to this request, if any
     received_at: float = field(default_factory=time.monotonic)
+    answered_at: float | None = None  # when the answer was sent (None: not yet, or the client gave up)
 
     @property
     def inputs(self) -> list[Any]:
@@ -386,6 +387,7 @@ class OpenAIStubServer:
             if path == EMBEDDINGS_PATH and self.latency and self._stopping.wait(self.latency):
                 return
             self._respond(h, method, path, body, fault)
+            record.answered_at = time.monotonic()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             pass  # the client gave up (e.g. timed out during a slow fault)
         finally:

@@ -442,7 +442,7 @@ def test_429_retry_after_is_honoured_and_every_worker_backs_off(slow_server, mak
     sent = slow_server.embedding_requests
     assert slow_server.max_in_flight == 4  # the other workers were busy when the 429 came
     (limited,) = [r for r in sent if r.fault == "status"]
-    answered_at = limited.received_at + 0.2  # the stub's latency applies to the 429 too
+    answered_at = limited.answered_at  # (after the stub's latency: it applies to the 429 too)
     retried = [r for r in sent if r.inputs == limited.inputs and r is not limited]
     assert len(retried) == 1 and retried[0].received_at >= answered_at + 0.55  # retry-after: 0.6 s
     # once the 429 was in, no worker sent anything until the time the server asked for
@@ -501,12 +501,11 @@ def test_a_dead_endpoint_costs_two_retry_budgets_for_eight_documents_not_eight(m
         durations.append(time.monotonic() - started)
         errors.append(info.value)
 
-    budget = durations[0]  # one request, 4 attempts, 3 back-offs of 0.05-0.2 s
-    assert budget > 0.15
+    # the first two calls spend a retry budget each (4 attempts, 3 back-offs of at least 0.05+0.1+0.1 s) ...
+    assert min(durations[:2]) > 0.2, durations
     assert not isinstance(errors[0], EmbeddingServiceUnavailable)
     assert all(isinstance(e, EmbeddingServiceUnavailable) for e in errors[1:])  # the 2nd failure opened it
-    assert sum(durations[2:]) < 0.05, durations  # then every call fails at once
-    assert sum(durations) < 2.5 * budget, f"8 calls took {sum(durations):.2f} s, one retry budget is {budget:.2f} s"
+    assert sum(durations[2:]) < 0.2, durations  # ... then the six others fail at once
     assert embedder.unavailable
 
     message = str(errors[-1])
@@ -515,7 +514,7 @@ def test_a_dead_endpoint_costs_two_retry_budgets_for_eight_documents_not_eight(m
     assert "connection error" in message and "4 attempt" in message
     assert (errors[-1].endpoint, errors[-1].failures) == (f"127.0.0.1:{port}", 2)
     assert_no_secret(message, repr(errors[-1]), "".join(traceback.format_exception(errors[-1])))
-    print(f"8 calls to a dead endpoint: {sum(durations):.2f} s (one retry budget {budget:.2f} s)")
+    print(f"8 calls to a dead endpoint: {sum(durations):.2f} s (retry budgets {durations[0]:.2f} + {durations[1]:.2f} s)")
 
 
 def test_persistent_500s_open_the_breaker_and_no_request_is_sent_while_open(server, make_embedder):
