@@ -230,8 +230,18 @@ def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int) -> int:
     from rag_assets.errors import InvalidQueryError
 
     failures = 0
-    with open(batch, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    # Binary, decoded line by line: one line in another encoding must fail alone, not the whole file.
+    with open(batch, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if lineno == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                failures += 1
+                print(f"rag: {batch}:{lineno}: not valid UTF-8 (byte {exc.start + 1} of the line): "
+                      "re-save the file as UTF-8", file=sys.stderr)
+                continue
             if not line.strip():
                 continue
             try:

@@ -1,6 +1,9 @@
 """Discovery: find every markdown file under the docs folder and fingerprint it.
 
-Rules: `*.md` / `*.mdx` (any case); hidden files and folders skipped; symlinks followed only when
+Rules: `*.md` / `*.mdx` (any case); hidden files and folders (`.name`, `.name.md`) skipped on
+purpose and silently; a name that is only dots before the extension (`..md`, `.md`, a folder `...`)
+is not a hidden name but a broken one, and a name that is not valid UTF-8 cannot be stored as a
+document path: both are reported (never silently dropped) and not indexed; symlinks followed only when
 they resolve inside the docs folder (a link pointing outside is refused and reported, a link loop
 is visited once); files over the size limit are reported, not read; anything that is not a
 regular file (a FIFO, socket or device named .md) is reported and never opened for reading, since
@@ -90,24 +93,53 @@ def _walk(directory: Path, root: Path, seen_dirs: set[str], errors: list[Discove
         errors.append(DiscoveryError(_rel(directory, root), f"cannot list folder: {exc.strerror or exc}"))
         return
     for entry in entries:
-        if entry.name.startswith("."):
-            continue
         path = Path(entry.path)
         try:
             is_dir = entry.is_dir()  # follows symlinks
         except OSError:
             is_dir = False
+        if not is_dir and not entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+            continue
+        problem = _name_problem(entry.name, is_dir)
+        if problem == _HIDDEN:
+            continue
+        if problem:
+            errors.append(DiscoveryError(_rel(path, root), problem))
+            continue
         if is_dir:
             if not Path(os.path.realpath(path)).is_relative_to(root):
                 errors.append(DiscoveryError(_rel(path, root), "symlinked folder resolves outside the docs folder; refused"))
                 continue
             yield from _walk(path, root, seen_dirs, errors)
-        elif entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+        else:
             yield path
 
 
+_HIDDEN = "hidden"
+
+
+def _name_problem(name: str, is_dir: bool) -> str | None:
+    """None for a usable name, _HIDDEN for a hidden one (skipped on purpose), else why it is refused."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.scandir hands undecodable bytes over as lone surrogates
+        what = "folder" if is_dir else "file"
+        return f"{what} name is not valid UTF-8, so it cannot be stored as a document path; rename it"
+    if not name.startswith("."):
+        return None
+    stem = name if is_dir else name[: name.rfind(".")]
+    if stem.strip("."):
+        return _HIDDEN  # `.drafts`, `.notes.md`: hidden on purpose
+    if is_dir:
+        return "folder name is only dots; it is neither indexed nor a hidden folder: rename it"
+    return ("file name has nothing before its extension but dots, so it is neither indexed nor an intended "
+            "hidden file (hidden: .name.md): rename it")
+
+
 def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else "."
+    """The path below root as text that can always be printed and stored (undecodable bytes escaped)."""
+    rel = path.relative_to(root).as_posix() if path != root else "."
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def check_regular_file(st: os.stat_result, max_file_bytes: int | None) -> None:

@@ -27,8 +27,19 @@ class EmbeddingError(RagError):
 
 
 class EmbeddingServiceUnavailable(EmbeddingError):
-    """The embedding service failed too often in a row (its circuit breaker is open): every further
-    call fails at once, so a run stops waiting on a dead endpoint document after document."""
+    """The embedding endpoint's circuit breaker is open: it failed `failures` requests in a row
+    (each after its retries), so calls fail at once instead of retrying per document.
+
+    Raised by the call whose failure opened the breaker and by every call while it stays open. A
+    caller that embeds many documents should stop on it: later documents would fail the same way.
+    `endpoint` is the host (never a key or full URL), `last_error` the last failure's message.
+    """
+
+    def __init__(self, message: str, *, endpoint: str, failures: int, last_error: str):
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.failures = failures
+        self.last_error = last_error
 
 
 class VectorDBUnavailableError(RagError):

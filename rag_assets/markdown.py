@@ -8,6 +8,10 @@ Two passes:
    ``---`` are never read as setext underlines or tables).
 2. Everything in between is parsed by markdown-it (CommonMark + GFM tables); its top-level tokens'
    ``.map`` line ranges say which original lines are headings and tables. All other lines are prose.
+   It is parsed in pieces cut before every unindented ATX heading (outside HTML blocks): such a line
+   always ends every list and quote before it, so the pieces parse exactly like the whole, but
+   markdown-it's nesting limit (10 list levels) -- past which it stops tokenising and the open list
+   swallows everything after -- can then only swallow lines up to the next heading.
 
 Block text is always sliced from the original lines, so it is verbatim source (after ``\\r\\n`` → ``\\n``
 and BOM removal); every non-blank line lands in exactly one block, in order.
@@ -30,6 +34,18 @@ _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _ADMONITION_OPEN = re.compile(r"^[ \t]*:{3,}[ \t]*[A-Za-z]")
 _ADMONITION_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
 _MATH_OPEN = re.compile(r"^[ \t]{0,3}\$\$")
+_UNINDENTED_ATX = re.compile(r"^#{1,6}(?:[ \t]|$)")
+# CommonMark HTML blocks: types 1-5 run to their end marker (across blank lines), types 6-7 to the
+# next blank line; an ATX line inside one is HTML, not a heading, so no piece is cut there.
+_HTML_UNTIL_MARKER = (
+    (re.compile(r"^ {0,3}<(?:script|pre|style|textarea)(?:[\s>]|$)", re.IGNORECASE),
+     re.compile(r"</(?:script|pre|style|textarea)>", re.IGNORECASE)),
+    (re.compile(r"^ {0,3}<!--"), re.compile(r"-->")),
+    (re.compile(r"^ {0,3}<\?"), re.compile(r"\?>")),
+    (re.compile(r"^ {0,3}<![A-Za-z]"), re.compile(r">")),
+    (re.compile(r"^ {0,3}<!\[CDATA\["), re.compile(r"\]\]>")),
+)
+_HTML_UNTIL_BLANK = re.compile(r"^ {0,3}</?[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -238,6 +254,46 @@ def split_markdown(body: str) -> list[Block]:
 
 
 def _parse_other(
+    lines: list[str], start: int, end: int
+) -> list[tuple[BlockType, int, int, int | None, str | None, bool]]:
+    """Headings and tables of lines [start, end), parsed piece by piece (see the module docstring)."""
+    cuts = _heading_cuts(lines, start, end)
+    items: list[tuple[BlockType, int, int, int | None, str | None, bool]] = []
+    for piece_start, piece_end in zip([start] + cuts, cuts + [end]):
+        items.extend(_parse_piece(lines, piece_start, piece_end))
+    return items
+
+
+def _heading_cuts(lines: list[str], start: int, end: int) -> list[int]:
+    """Lines in (start, end) that open an unindented ATX heading outside any HTML block."""
+    cuts: list[int] = []
+    html_end: re.Pattern[str] | None = None  # the end marker of the open HTML block, if any
+    html_until_blank = False
+    for i in range(start, end):
+        line = lines[i]
+        if html_end is not None:
+            if html_end.search(line):
+                html_end = None
+            continue
+        if html_until_blank:
+            if line.strip():
+                continue
+            html_until_blank = False
+        if i > start and _UNINDENTED_ATX.match(line):
+            cuts.append(i)
+            continue
+        for opener, closer in _HTML_UNTIL_MARKER:
+            m = opener.match(line)
+            if m:
+                if not closer.search(line, m.end()):
+                    html_end = closer
+                break
+        else:
+            html_until_blank = bool(_HTML_UNTIL_BLANK.match(line))
+    return cuts
+
+
+def _parse_piece(
     lines: list[str], start: int, end: int
 ) -> list[tuple[BlockType, int, int, int | None, str | None, bool]]:
     """Headings and tables from markdown-it's top-level tokens; every other line is prose."""

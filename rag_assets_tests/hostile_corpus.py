@@ -11,12 +11,15 @@ Decisions (what is "bad" and what is merely unusual):
   RAG_MAX_FILE_BYTES (refused by its size before a byte is read), a symlink resolving outside the
   docs folder (never opened), a symlink loop / dangling link, a FIFO named .md (not a regular file:
   opening it would block forever), an unreadable file (chmod 000; root reads it anyway, so that
-  case exists only for a non-root euid).
+  case exists only for a non-root euid), a YAML alias bomb in frontmatter (refused before it is
+  expanded), a file named `..md` (only dots before the extension: not a hidden name, a broken
+  one), a file name that is not UTF-8 (it could not be stored as a document path).
 - valid markdown, indexed: UTF-8 with BOM, an unclosed code fence (kept, flagged, stops at the next
   heading), a 10,000-row table (an atomic block: split into oversized chunks or kept whole and
   flagged, never lost), `######` nesting, the text `<|endoftext|>` (counted as ordinary text),
   names with spaces, unicode and `...` (`...` is Dagster's range syntax: the partition key is
-  mapped, the doc_path is not).
+  mapped, the doc_path is not), a list nested past markdown-it's 10-level limit (the sections
+  after it are still sections).
 - valid, nothing to index: an empty file, a file that is frontmatter only: 0 chunks, no error.
 - a folder symlink loop (`loop-dir/back -> ..`) is walked once, silently.
 
@@ -39,6 +42,7 @@ GOOD: dict[str, str] = {
     "name with spaces.md": "pangolin",
     "ünïcödé-名前.md": "okapi",
     "wait...what.md": "capybara",
+    "deep-list.md": "wombat",
 }
 # valid, but nothing to index (0 chunks, no error)
 EMPTY = ("empty.md", "frontmatter-only.md")
@@ -54,6 +58,14 @@ def _write(root: Path, rel: str, data: str | bytes) -> Path:
     else:
         path.write_text(data, encoding="utf-8")
     return path
+
+
+def billion_laughs(levels: int = 9) -> str:
+    """A markdown file whose frontmatter is the classic alias bomb: each level lists nine aliases of
+    the level below, so 9 levels (under 480 bytes) expand to 9^9 = 387 million strings."""
+    rows = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    rows += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "---\n" + "\n".join(rows) + "\n---\n# Body\n\nText.\n"
 
 
 def _huge(path: Path, size: int) -> None:
@@ -101,6 +113,13 @@ def build_hostile_corpus(root: Path, *, outside: Path | None = None, include_fif
     if include_fifo and hasattr(os, "mkfifo"):
         os.mkfifo(root / "pipe.md")
         bad["pipe.md"] = "not a regular file"
+    _write(root, "yaml-bomb.md", billion_laughs())
+    bad["yaml-bomb.md"] = "alias bomb"
+    _write(root, "..md", "# Only dots\n\nA name with nothing before its extension.\n")
+    bad["..md"] = "nothing before its extension"
+    with open(os.path.join(os.fsencode(root), b"latin1-name-caf\xe9.md"), "wb") as fh:
+        fh.write(b"# Latin-1 file name\n\nThe content is fine, the name is not UTF-8.\n")
+    bad["latin1-name-caf\\xe9.md"] = "not valid UTF-8, so it cannot be stored"
     locked = _write(root, "locked.md", "# Locked\n\nNobody may read this.\n")
     locked.chmod(0)
     if os.geteuid() != 0:  # root reads a mode-000 file: then it is simply a good document
@@ -125,6 +144,8 @@ def build_hostile_corpus(root: Path, *, outside: Path | None = None, include_fif
     _write(root, "name with spaces.md", "# Spaces\n\nThe pangolin rolls into a ball.\n")
     _write(root, "ünïcödé-名前.md", "# Unicode\n\nThe okapi — ✓ — lives in the forest. 名前.\n")
     _write(root, "wait...what.md", "# Dots\n\nThe capybara relaxes in hot springs.\n")
+    deep_list = "\n".join("  " * i + f"- level {i + 1}" for i in range(12))
+    _write(root, "deep-list.md", f"# Setup\n\n{deep_list}\n\n## Install\n\nThe wombat digs.\n\n## Remove\n\nGone.\n")
 
     # --- valid, nothing to index --------------------------------------------------------------
     _write(root, "empty.md", b"")

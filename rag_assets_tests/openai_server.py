@@ -33,6 +33,13 @@ every matching request until ``server.always(None)``. See `Fault` for the kinds.
 Every request (method, path, lower-cased headers, parsed JSON body, the fault applied) is recorded
 in ``server.requests``, in arrival order.
 
+Load
+----
+``latency`` (seconds) delays every /embeddings answer, faults included, like a remote service;
+requests are served concurrently and ``server.max_in_flight`` is the most seen at once.
+``max_request_tokens`` with ``count_tokens`` (a callable, e.g. a tiktoken counter) makes an
+/embeddings request whose inputs sum to more tokens an HTTP 400, as OpenAI's per-request limit does.
+
 When ``api_key`` is given, requests without ``Authorization: Bearer <api_key>`` get OpenAI's 401,
 whose message quotes the key that was sent (in full, unlike the real service: a leak test).
 """
@@ -199,6 +206,7 @@ class RecordedRequest:
     json: Any  # the parsed body, None when it was not JSON
     fault: str | None = None  # the kind of fault applied to this request, if any
     received_at: float = field(default_factory=time.monotonic)
+    answered_at: float | None = None  # when the answer was sent (None: not yet, or the client gave up)
 
     @property
     def inputs(self) -> list[Any]:
@@ -239,7 +247,17 @@ class OpenAIStubServer:
         normalise: bool = True,
         dimensions: dict[str, int] | None = None,
         default_chat_reply: str = "OK",
+        latency: float = 0.0,
+        max_request_tokens: int | None = None,
+        count_tokens: Callable[[str], int] | None = None,
     ):
+        if (max_request_tokens is None) != (count_tokens is None):
+            raise ValueError("max_request_tokens and count_tokens go together")
+        self.latency = latency
+        self.max_request_tokens = max_request_tokens
+        self.count_tokens = count_tokens
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.api_key = api_key
         self.embedding_mode = embedding_mode
         self.normalise = normalise
@@ -320,6 +338,7 @@ class OpenAIStubServer:
             self._always = None
             self.chat_replies.clear()
             self.requests.clear()
+            self.max_in_flight = self.in_flight
 
     @property
     def pending_faults(self) -> int:
@@ -362,10 +381,18 @@ class OpenAIStubServer:
                                  fault.kind if fault else None)
         with self._lock:
             self.requests.append(record)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if path == EMBEDDINGS_PATH and self.latency and self._stopping.wait(self.latency):
+                return
             self._respond(h, method, path, body, fault)
+            record.answered_at = time.monotonic()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             pass  # the client gave up (e.g. timed out during a slow fault)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def _respond(self, h: _Handler, method: str, path: str, body: Any, fault: Fault | None) -> None:
         if fault is not None and fault.kind == "slow":
@@ -410,6 +437,11 @@ class OpenAIStubServer:
                                param="input")
         if len(inputs) > 2048:
             return self._error(h, 400, "'input' must have at most 2048 items", None, param="input")
+        if self.max_request_tokens is not None and self.count_tokens is not None:
+            requested = sum(self.count_tokens(i) if isinstance(i, str) else len(i) for i in inputs)
+            if requested > self.max_request_tokens:
+                return self._error(h, 400, f"Requested {requested} tokens, max {self.max_request_tokens} tokens "
+                                   "per request", "max_tokens_per_request", param="input")
         encoding = body.get("encoding_format", "float") or "float"
         if encoding not in ("float", "base64"):
             return self._error(h, 400, f"Invalid encoding_format {encoding!r}", None, param="encoding_format")

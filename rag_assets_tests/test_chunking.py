@@ -313,3 +313,13 @@ def test_big_document_chunks_fast(counter: TokenCounter) -> None:
     assert time.perf_counter() - started < 10
     assert chunks[0].oversized and chunks[0].block_types == ["heading", "table"]
     assert len(chunks) > 600
+
+
+def test_sections_after_a_ten_level_list_are_their_own_chunks(counter: TokenCounter) -> None:
+    deep = "\n".join("  " * i + f"- level {i + 1}" for i in range(10))
+    body = f"# Setup guide\n\n{deep}\n\n## Installation\n\nRun the installer.\n\n## Uninstall\n\nRemove it.\n"
+    chunks = chunk(body, counter)
+    assert [c.section for c in chunks] == ["Setup guide", "Installation", "Uninstall"]
+    assert "## Installation" not in chunks[0].text and "level 10" in chunks[0].text
+    assert chunks[1].heading_breadcrumb == ["Setup guide", "Installation"]
+    assert "Run the installer." in chunks[1].text and "Remove it." in chunks[2].text

@@ -1,10 +1,14 @@
 """`rag query`: single question (text and --json) and --batch JSONL, in process via cli.main."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from rag_assets.cli import main
+from rag_assets_tests.conftest import USER_CHOICES
 from rag_assets_tests.index_builder import build_sample_index
 
 
@@ -71,3 +75,29 @@ def test_query_batch_all_good_exits_zero(env, tmp_path, capsys):
     batch.write_text('{"id": 1, "question": "grading"}\n', encoding="utf-8")
     assert main(["query", "--batch", str(batch)]) == 0
     assert json.loads(capsys.readouterr().out)["id"] == 1
+
+
+def test_query_batch_with_one_latin1_line_answers_the_others(env, tmp_path):
+    """Through the real `rag` entry point in a child process: no traceback, the bad line named."""
+    batch = tmp_path / "mixed.jsonl"
+    batch.write_bytes(
+        b'\xef\xbb\xbf{"id": "q1", "question": "rate limit 429"}\r\n'  # a BOM and CRLF are fine
+        + '{"id": "q2", "question": "caf\xe9 cr\xe8me"}\n'.encode("latin-1")
+        + b'{"id": "q3", "question": "How do I stream responses?"}\n'
+        + '{"id": "q4", "question": "na\xefve grading"}\n'.encode("utf-8")
+    )
+    child_env = {k: v for k, v in os.environ.items() if k not in USER_CHOICES and k != "RAG_RETRIEVAL_MODE"}
+    child_env.update(env[0])
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_assets", "query", "--batch", str(batch), "--top-k", "1", "--mode", "keyword"],
+        capture_output=True, text=True, env=child_env, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr
+    answered = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [a["id"] for a in answered] == ["q1", "q3", "q4"]
+    assert answered[0]["results"][0]["doc_path"] == "rate-limits.md"
+    assert answered[2]["query"] == "na\xefve grading"
+    problems = [line for line in proc.stderr.splitlines() if line.startswith(f"rag: {batch}:")]
+    assert problems == [f"rag: {batch}:2: not valid UTF-8 (byte 30 of the line): re-save the file as UTF-8"]
+    assert f"1 line(s) of {batch} failed" in proc.stderr

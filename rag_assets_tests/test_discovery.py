@@ -1,3 +1,5 @@
+import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -31,8 +33,41 @@ def test_finds_markdown_with_relative_paths_module_and_chapter(tmp_path):
 def test_hidden_files_and_folders_are_skipped(tmp_path):
     write(tmp_path, ".hidden/a.md")
     write(tmp_path, ".draft.md")
+    write(tmp_path, ".notes.MDX")
     write(tmp_path, "ok.md")
-    assert [d.doc_path for d in discover(tmp_path).documents] == ["ok.md"]
+    catalog = discover(tmp_path)
+    assert [d.doc_path for d in catalog.documents] == ["ok.md"]
+    assert catalog.errors == []  # hidden on purpose: nothing to report
+
+
+def test_names_that_are_only_dots_are_reported_not_dropped(tmp_path):
+    for name in ("..md", ".md", "...md", "..MDX", "only-dots/.../page.md", "ok.md"):
+        write(tmp_path, name)
+    write(tmp_path, "..txt")  # not markdown: not ours to report
+    catalog = discover(tmp_path)
+    assert [d.doc_path for d in catalog.documents] == ["ok.md"]
+    reported = {e.path: e.reason for e in catalog.errors}
+    assert sorted(reported) == ["...md", "..MDX", "..md", ".md", "only-dots/..."]
+    assert "nothing before its extension" in reported["..md"] and "rename it" in reported["..md"]
+    assert "folder name is only dots" in reported["only-dots/..."]
+
+
+def test_a_name_that_is_not_utf8_is_reported_with_a_printable_path(tmp_path):
+    root = os.fsencode(tmp_path)
+    (tmp_path / "sub").mkdir()
+    for raw in (b"caf\xe9.md", b"sub/na\xefve.md"):
+        with open(os.path.join(root, raw), "w") as fh:
+            fh.write("# Latin-1 name\n")
+    os.mkdir(os.path.join(root, b"dir-\xff"))
+    with open(os.path.join(root, b"dir-\xff", b"inside.md"), "w") as fh:
+        fh.write("# inside\n")
+    write(tmp_path, "ok.md")
+    catalog = discover(tmp_path)
+    assert [d.doc_path for d in catalog.documents] == ["ok.md"]
+    reported = {e.path: e.reason for e in catalog.errors}
+    assert sorted(reported) == ["caf\\xe9.md", "dir-\\xff", "sub/na\\xefve.md"]
+    assert all("not valid UTF-8" in reason for reason in reported.values())
+    json.dumps(dataclasses.asdict(catalog), ensure_ascii=False).encode("utf-8")  # the catalog record can be written
 
 
 def test_content_hash_follows_content_not_mtime(tmp_path):

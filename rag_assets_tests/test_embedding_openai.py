@@ -16,7 +16,8 @@ from openai import OpenAI
 
 from rag_assets.config import Settings
 from rag_assets.embedding import Embedder, OpenAIEmbedder, load_embedder
-from rag_assets.errors import ConfigurationError, EmbeddingError
+from rag_assets.embedding.openai_embedder import settings_from_env
+from rag_assets.errors import ConfigurationError, EmbeddingError, EmbeddingServiceUnavailable
 from rag_assets.tokens import TokenCounter
 from rag_assets_tests.openai_server import EMBEDDINGS_PATH, Fault, OpenAIStubServer, fake_embedding
 
@@ -77,7 +78,8 @@ def test_vectors_are_unit_float32_in_input_order_and_batched(server, make_embedd
     assert isinstance(embedder, Embedder)
 
     sent = server.embedding_requests
-    assert [r.inputs for r in sent] == [TEXTS[0:2], TEXTS[2:4], TEXTS[4:5]]
+    assert sorted(text for r in sent for text in r.inputs) == sorted(TEXTS)  # each input sent once
+    assert sorted(len(r.inputs) for r in sent) == [1, 2, 2]
     for request in sent:
         assert request.method == "POST"
         assert request.headers["authorization"] == f"Bearer {SECRET}"
@@ -115,7 +117,7 @@ def test_too_long_inputs_are_cut_to_the_token_limit_and_empty_ones_are_not_sent_
 
     vectors = embedder.embed_documents([long_text, ""])
     assert vectors.shape == (2, 1536)
-    sent_long, sent_empty = server.embedding_requests[0].inputs
+    sent_empty, sent_long = sorted(server.embedding_requests[0].inputs, key=len)
     assert counter.count(sent_long) <= embedder.max_input_tokens
     assert long_text.startswith(sent_long.rstrip())
     assert sent_empty.strip() == "" and sent_empty != ""
@@ -388,3 +390,211 @@ def test_stub_server_float_format_dimensions_and_chat_recording(server):
     assert getattr(info.value, "status_code", None) == 429
     assert server.requests[-1].path == "/v1/chat/completions" and server.requests[-1].fault == "status"
     assert all(r.path != EMBEDDINGS_PATH or r.fault is None for r in server.requests)
+
+
+# -- at scale: concurrency, rate limits, token budgets (issue #14) -----------------------------
+@pytest.fixture
+def slow_server(monkeypatch):
+    """The stub with 0.2 s of latency on every /embeddings answer, like a remote service."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    with OpenAIStubServer(api_key=SECRET, normalise=False, latency=0.2) as srv:
+        yield srv
+
+
+def timed_embed(embedder: OpenAIEmbedder, texts: list[str]) -> tuple[np.ndarray, float]:
+    started = time.monotonic()
+    vectors = embedder.embed_documents(texts)
+    return vectors, time.monotonic() - started
+
+
+EIGHT = [f"passage number {i} about {'rate limits ' * i}" for i in range(8)]
+
+
+def test_eight_requests_at_concurrency_four_take_two_latencies_not_eight(slow_server, make_embedder):
+    embedder = make_embedder(base_url=slow_server.base_url, batch_size=1)  # the default concurrency: 4
+    embedder.embed_query("warm-up")  # imports openai, loads tiktoken: not what is measured here
+    slow_server.reset()
+    vectors, parallel = timed_embed(embedder, EIGHT)
+    np.testing.assert_allclose(vectors, expected(EIGHT), atol=1e-5)
+    assert len(slow_server.embedding_requests) == 8 and slow_server.max_in_flight == 4
+    assert parallel < 0.2 * 8 * 0.6, f"{parallel:.2f} s for 8 requests of 0.2 s at concurrency 4"
+
+    slow_server.reset()
+    vectors, serial = timed_embed(make_embedder(base_url=slow_server.base_url, batch_size=1, concurrency=1), EIGHT)
+    np.testing.assert_allclose(vectors, expected(EIGHT), atol=1e-5)
+    assert slow_server.max_in_flight == 1 and serial >= 0.2 * 8
+    print(f"8 requests x 0.2 s: concurrency 1 {serial:.2f} s, concurrency 4 {parallel:.2f} s")
+
+
+def test_vectors_stay_in_input_order_when_requests_finish_out_of_order(server, make_embedder):
+    texts = [f"text {i} " + "word " * (i % 5) for i in range(12)]
+    server.inject(Fault.slow(0.4), Fault.slow(0.2))  # the first requests sent are the last to answer
+    vectors = make_embedder(batch_size=2, concurrency=3).embed_documents(texts)
+    np.testing.assert_allclose(vectors, expected(texts), atol=1e-5)
+    assert server.max_in_flight == 3
+
+
+def test_429_retry_after_is_honoured_and_every_worker_backs_off(slow_server, make_embedder):
+    slow_server.inject(Fault.status(429, retry_after=0.6))
+    texts = [f"question {i}" for i in range(12)]
+    embedder = make_embedder(base_url=slow_server.base_url, batch_size=1, backoff_max=1.0)
+    vectors = embedder.embed_documents(texts)
+    np.testing.assert_allclose(vectors, expected(texts), atol=1e-5)
+
+    sent = slow_server.embedding_requests
+    assert slow_server.max_in_flight == 4  # the other workers were busy when the 429 came
+    (limited,) = [r for r in sent if r.fault == "status"]
+    answered_at = limited.answered_at  # (after the stub's latency: it applies to the 429 too)
+    retried = [r for r in sent if r.inputs == limited.inputs and r is not limited]
+    assert len(retried) == 1 and retried[0].received_at >= answered_at + 0.55  # retry-after: 0.6 s
+    # once the 429 was in, no worker sent anything until the time the server asked for
+    hammering = [round(r.received_at - answered_at, 3) for r in sent
+                 if answered_at + 0.1 < r.received_at < answered_at + 0.55]
+    assert hammering == [], f"requests sent during the back-off, at +{hammering} s"
+
+
+def test_requests_never_exceed_the_token_budget_and_group_similar_lengths(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    counter = TokenCounter.for_name("cl100k_base", tmp_path / "tiktoken")
+    budget = 60
+    texts = [("alpha beta gamma delta " * (i % 7 + 1)).strip() + f" item {i}" for i in range(40)]
+    texts.append("over the budget " * 40)  # one input alone is longer than a whole request may be
+    with OpenAIStubServer(api_key=SECRET, normalise=False, max_request_tokens=budget,
+                          count_tokens=counter.count) as srv:
+        monkeypatch.setenv("RAG_OPENAI_MAX_BATCH_TOKENS", str(budget))
+        settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET,
+                                          "OPENAI_BASE_URL": srv.base_url, "RAG_CACHE_DIR": str(tmp_path)})
+        embedder = load_embedder(settings)
+        assert embedder.max_input_tokens == budget and not embedder.fits(texts[-1])
+        vectors = embedder.embed_documents(texts)
+        sent = srv.embedding_requests
+
+    assert all(r.fault is None for r in sent) and len(sent) > 1
+    per_request = [[counter.count(t) for t in r.inputs] for r in sent]
+    assert max(sum(counts) for counts in per_request) <= budget
+    # similar lengths share a request: put side by side, the requests' token counts never interleave
+    side_by_side = [c for counts in sorted(per_request, key=lambda c: (min(c), max(c))) for c in counts]
+    assert side_by_side == sorted(side_by_side)
+    cut = max((t for r in sent for t in r.inputs), key=len)
+    assert counter.count(cut) == budget and texts[-1].startswith(cut.rstrip())
+    np.testing.assert_allclose(vectors[:-1], expected(texts[:-1]), atol=1e-5)  # in input order
+    np.testing.assert_allclose(vectors[-1], expected([cut])[0], atol=1e-5)
+
+
+def test_one_failing_request_fails_the_call_and_the_rest_are_not_sent(slow_server, make_embedder):
+    slow_server.inject(Fault.status(400, message="input 3 is not valid"))
+    embedder = make_embedder(base_url=slow_server.base_url, batch_size=1, concurrency=2)
+    with pytest.raises(EmbeddingError, match="HTTP 400.*input 3 is not valid"):
+        embedder.embed_documents(EIGHT)
+    time.sleep(0.3)  # nothing more arrives later either
+    assert len(slow_server.embedding_requests) <= 3  # the failing one, the one beside it, at most one more
+
+
+# -- the circuit breaker -----------------------------------------------------------------------
+def test_a_dead_endpoint_costs_two_retry_budgets_for_eight_documents_not_eight(make_embedder, server):
+    dead_url = server.base_url
+    server.stop()  # connection refused from now on
+    embedder = make_embedder(base_url=dead_url, max_retries=4, backoff_base=0.1, backoff_max=0.2)
+    durations, errors = [], []
+    for i in range(8):  # what an ingest of 8 documents asks of it
+        started = time.monotonic()
+        with pytest.raises(EmbeddingError) as info:
+            embedder.embed_documents([f"document {i}"])
+        durations.append(time.monotonic() - started)
+        errors.append(info.value)
+
+    # the first two calls spend a retry budget each (4 attempts, 3 back-offs of at least 0.05+0.1+0.1 s) ...
+    assert min(durations[:2]) > 0.2, durations
+    assert not isinstance(errors[0], EmbeddingServiceUnavailable)
+    assert all(isinstance(e, EmbeddingServiceUnavailable) for e in errors[1:])  # the 2nd failure opened it
+    assert sum(durations[2:]) < 0.2, durations  # ... then the six others fail at once
+    assert embedder.unavailable
+
+    message = str(errors[-1])
+    port = dead_url.split(":")[2].split("/")[0]
+    assert f"127.0.0.1:{port}" in message and "2 request(s) in a row" in message
+    assert "connection error" in message and "4 attempt" in message
+    assert (errors[-1].endpoint, errors[-1].failures) == (f"127.0.0.1:{port}", 2)
+    assert_no_secret(message, repr(errors[-1]), "".join(traceback.format_exception(errors[-1])))
+    print(f"8 calls to a dead endpoint: {sum(durations):.2f} s (retry budgets {durations[0]:.2f} + {durations[1]:.2f} s)")
+
+
+def test_persistent_500s_open_the_breaker_and_no_request_is_sent_while_open(server, make_embedder):
+    server.always(Fault.status(500))
+    embedder = make_embedder(max_retries=3, breaker_failures=3)
+    for _ in range(2):
+        with pytest.raises(EmbeddingError) as info:
+            embedder.embed_query("x")
+        assert not isinstance(info.value, EmbeddingServiceUnavailable)
+    with pytest.raises(EmbeddingServiceUnavailable, match="3 request"):
+        embedder.embed_query("x")  # the third failure in a row opens it
+    sent = len(server.embedding_requests)
+    assert sent == 3 * 3
+    for _ in range(5):
+        with pytest.raises(EmbeddingServiceUnavailable, match="HTTP 500"):
+            embedder.embed_documents(TEXTS)
+    assert len(server.embedding_requests) == sent
+
+
+def test_a_success_resets_the_count(server, make_embedder):
+    embedder = make_embedder(max_retries=2, breaker_failures=2)
+    for _ in range(3):
+        server.always(Fault.status(503))
+        with pytest.raises(EmbeddingError) as info:
+            embedder.embed_query("x")
+        assert not isinstance(info.value, EmbeddingServiceUnavailable)
+        server.always(None)
+        embedder.embed_query("x")
+    assert not embedder.unavailable
+
+
+def test_after_the_cooldown_one_probe_decides(server, make_embedder):
+    server.always(Fault.status(502))
+    embedder = make_embedder(max_retries=2, breaker_failures=1, breaker_cooldown_seconds=0.3)
+    with pytest.raises(EmbeddingServiceUnavailable):
+        embedder.embed_query("x")
+    assert embedder.unavailable
+    time.sleep(0.35)
+    assert not embedder.unavailable  # half-open: the next attempt goes through...
+    before = len(server.embedding_requests)
+    with pytest.raises(EmbeddingServiceUnavailable):
+        embedder.embed_query("x")  # ...fails once, not max_retries times, and re-opens it
+    assert len(server.embedding_requests) == before + 1 and embedder.unavailable
+    time.sleep(0.35)
+    server.always(None)
+    np.testing.assert_allclose(embedder.embed_query("x"), expected(["x"])[0], atol=1e-5)
+    assert not embedder.unavailable
+    embedder.embed_documents(TEXTS)  # closed again: calls go through as usual
+
+
+def test_the_breaker_counts_failures_across_concurrent_workers(slow_server, make_embedder):
+    embedder = make_embedder(base_url=slow_server.base_url, batch_size=1, concurrency=4, max_retries=2,
+                             breaker_failures=2)
+    embedder.embed_query("warm-up")  # imports openai, loads tiktoken: not what is timed here
+    slow_server.reset()
+    slow_server.always(Fault.status(500))
+    started = time.monotonic()
+    with pytest.raises(EmbeddingServiceUnavailable):
+        embedder.embed_documents(EIGHT)  # the workers' failed requests add up within one call
+    assert time.monotonic() - started < 1.5
+    assert len(slow_server.embedding_requests) <= 4 * 2
+    with pytest.raises(EmbeddingServiceUnavailable):
+        embedder.embed_documents(EIGHT)
+
+
+def test_tuning_settings_are_read_and_checked(monkeypatch, tmp_path):
+    env = {"RAG_OPENAI_CONCURRENCY": "8", "RAG_OPENAI_MAX_BATCH_TOKENS": "5000",
+           "RAG_OPENAI_BREAKER_FAILURES": "3", "RAG_OPENAI_BREAKER_COOLDOWN_SECONDS": "2.5"}
+    assert settings_from_env(env) == {"concurrency": 8, "max_batch_tokens": 5000, "breaker_failures": 3,
+                                      "breaker_cooldown_seconds": 2.5}
+    assert settings_from_env({}) == {}
+    for var, bad in [("RAG_OPENAI_CONCURRENCY", "0"), ("RAG_OPENAI_CONCURRENCY", "four"),
+                     ("RAG_OPENAI_MAX_BATCH_TOKENS", "-1"), ("RAG_OPENAI_BREAKER_COOLDOWN_SECONDS", "-1")]:
+        with pytest.raises(ConfigurationError, match=var):
+            settings_from_env({var: bad})
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET, "RAG_CACHE_DIR": str(tmp_path)})
+    embedder = load_embedder(settings)
+    assert (embedder.concurrency, embedder.max_batch_tokens, embedder.max_input_tokens) == (8, 5000, 5000)
+    assert "concurrency=8" in repr(embedder) and SECRET not in repr(embedder)

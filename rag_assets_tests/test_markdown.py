@@ -194,3 +194,62 @@ def test_many_unclosed_fences_stay_linear() -> None:
     blocks = split(body)
     assert time.perf_counter() - started < 2.0
     assert sum(b.unclosed for b in blocks) == 5_000
+
+
+# -- nesting past markdown-it's limit ----------------------------------------------------------
+def nested_list(levels: int) -> str:
+    return "\n".join("  " * i + f"- level {i + 1}" for i in range(levels))
+
+
+DEEP = {
+    "list-10": nested_list(10),  # markdown-it stops tokenising past 10 list levels (maxNesting 20)
+    "list-40": nested_list(40),
+    "markers-on-one-line": "- " * 12 + "twelve lists opened on one line",
+    "ordered-10": "\n".join("   " * i + f"1. step {i + 1}" for i in range(10)),
+}
+
+
+@pytest.mark.parametrize("nesting", DEEP.values(), ids=DEEP.keys())
+@pytest.mark.parametrize("gap", ["\n\n", "\n"], ids=["blank-line", "no-blank-line"])
+def test_headings_after_deep_nesting_still_start_sections(nesting: str, gap: str) -> None:
+    body = f"# Setup guide\n\nIntro.\n\n{nesting}{gap}## Installation\n\nRun the installer.\n\n## Uninstall\n\nRemove it.\n"
+    blocks = split(body)
+    assert [(b.text, b.heading_level) for b in blocks if b.type is H] == [
+        ("Setup guide", 1), ("Installation", 2), ("Uninstall", 2)
+    ]
+    assert kinds(blocks) == [H, P, H, P, H, P]
+    assert blocks[1].text == f"Intro.\n\n{nesting}"  # the deep part stays prose, whole
+
+
+def test_nine_list_levels_were_always_fine() -> None:
+    blocks = split(f"# A\n\n{nested_list(9)}\n\n## B\n\ntext\n")
+    assert [b.text for b in blocks if b.type is H] == ["A", "B"]
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<!--\n# not a heading\n\n## still a comment\n-->",
+        "<div>\n# not a heading\n</div>",
+        "<pre>\n\n# preformatted, not a heading\n</pre>",
+        "<?php\n# a php comment\n?>",
+        "<![CDATA[\n# data\n]]>",
+    ],
+    ids=["comment", "div-until-blank", "pre", "processing-instruction", "cdata"],
+)
+def test_atx_lines_inside_html_blocks_stay_html(html: str) -> None:
+    blocks = split(f"# Top\n\n{html}\n\n## After\n\ntext\n")
+    assert [b.text for b in blocks if b.type is H] == ["Top", "After"]
+
+
+def test_tables_after_deep_nesting_in_a_later_section_are_still_tables() -> None:
+    body = f"# A\n\n{nested_list(12)}\n\n## B\n\n| k | v |\n|---|---|\n| 1 | 2 |\n"
+    assert kinds(split(body)) == [H, P, H, T]
+
+
+def test_many_deep_lists_between_headings_stay_fast() -> None:
+    body = "".join(f"## Section {i}\n\n{nested_list(12)}\n\n" for i in range(1_000))
+    started = time.perf_counter()
+    blocks = split(body)
+    assert time.perf_counter() - started < 3.0
+    assert sum(b.type is H for b in blocks) == 1_000

@@ -1,9 +1,25 @@
 """OpenAI embeddings (or any OpenAI-compatible server via OPENAI_BASE_URL).
 
-The client's own retries are off: ours (tenacity) retry 429/5xx/timeouts/connection errors and
-malformed responses with jittered exponential backoff, never 400/401/403/404, and end in an
-EmbeddingError that names the status and the attempts. The API key never appears in a message,
-a log line or a repr.
+Batching: inputs are counted in cl100k_base tokens (one longer than `max_input_tokens` is cut
+first: the API rejects, not truncates), sorted by that count, and packed into requests of at most
+`batch_size` inputs and `max_batch_tokens` tokens -- similar lengths share a request, so a server
+that pads a batch pads little. Up to `concurrency` requests are in flight at once (worker
+threads); the vectors come back in input order. One failed request fails the call: requests not yet
+sent are not sent, and the error is that request's.
+
+Retries (the client's own are off): 429/5xx/408/409, timeouts, connection errors and malformed 200
+answers are retried with jittered exponential backoff, at most `max_retries` attempts; 400, 401,
+403 and 404 are not. A 429, or any answer with retry-after(-ms), closes a gate shared by every
+worker until the time asked (capped at backoff_max): the workers back off together instead of
+each hammering on.
+
+Circuit breaker (shared by the workers): `breaker_failures` requests in a row that failed after all
+their retries open it; then every call fails at once with EmbeddingServiceUnavailable (naming the
+host, the count and the last error) instead of spending a retry budget per document. After
+`breaker_cooldown_seconds` attempts go through again: the first answer closes it, a failure
+re-opens it at once. `OpenAIEmbedder.unavailable` says whether it is open.
+
+The API key never appears in a message, a log line or a repr.
 """
 
 from __future__ import annotations
@@ -11,18 +27,21 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import os
 import random
 import re
 import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from rag_assets.config import DEFAULT_OPENAI_MODEL, Settings
 from rag_assets.embedding.base import l2_normalise
-from rag_assets.errors import ConfigurationError, EmbeddingError
+from rag_assets.errors import ConfigurationError, EmbeddingError, EmbeddingServiceUnavailable
 from rag_assets.openai_errors import describe, error_message, retry_after
 
 if TYPE_CHECKING:
@@ -38,9 +57,45 @@ KNOWN_DIMENSIONS: dict[str, int] = {
     "text-embedding-ada-002": 1536,
 }
 MAX_INPUT_TOKENS = 8191  # per input, all three models
-MAX_TOKENS_PER_REQUEST = 300_000  # OpenAI rejects a request whose inputs sum to more
 _RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 _KEY_LIKE = re.compile(r"sk-[A-Za-z0-9_\-*]{6,}")
+DEFAULT_ENDPOINT = "https://api.openai.com/v1"
+
+# Defaults of the settings read by `settings_from_env` (to move into config.Settings).
+DEFAULT_CONCURRENCY = 4  # requests in flight at once; OpenAI's rate limits, not latency, bound more
+DEFAULT_MAX_BATCH_TOKENS = 300_000  # OpenAI rejects a request whose inputs sum to more
+# one request failing after its retries can be a restart blip; two in a row (each already retried
+# for seconds) mean the service is down
+DEFAULT_BREAKER_FAILURES = 2
+DEFAULT_BREAKER_COOLDOWN_SECONDS = 30.0  # longer than a run's remaining documents take to fail fast
+_ENV_SETTINGS: dict[str, tuple[str, type]] = {  # constructor argument -> (variable, type)
+    "concurrency": ("RAG_OPENAI_CONCURRENCY", int),
+    "max_batch_tokens": ("RAG_OPENAI_MAX_BATCH_TOKENS", int),
+    "breaker_failures": ("RAG_OPENAI_BREAKER_FAILURES", int),
+    "breaker_cooldown_seconds": ("RAG_OPENAI_BREAKER_COOLDOWN_SECONDS", float),
+}
+
+
+def settings_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Constructor arguments from the RAG_OPENAI_* variables config.Settings does not hold yet."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for argument, (var, kind) in _ENV_SETTINGS.items():
+        raw = env.get(var)
+        if raw in (None, ""):
+            continue
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ConfigurationError(f"{var} must be a number, got {raw!r}") from None
+        if value < 0 or (value == 0 and kind is int):
+            raise ConfigurationError(f"{var} must be {'positive' if kind is int else 'at least 0'}, got {raw!r}")
+        values[argument] = value
+    return values
+
+
+class _Cancelled(Exception):
+    """Another request of the same call failed: this one stops without sending."""
 
 
 class _MalformedResponse(Exception):
@@ -51,8 +106,69 @@ class _PermanentFailure(Exception):
     """Retrying cannot help (e.g. the service changed the vector size)."""
 
 
+class CircuitBreaker:
+    """Consecutive failed requests (each after its retries) of one endpoint, across all workers.
+
+    closed --(`threshold` failures in a row)--> open: every attempt fails at once
+    --(`cooldown_seconds`)--> half-open: attempts go through; the first failure re-opens it without
+    retrying, and any answer (a success, or a refusal such as a 400) closes it.
+    """
+
+    def __init__(self, endpoint: str, threshold: int, cooldown_seconds: float,
+                 clock: Callable[[], float] = time.monotonic):
+        self.endpoint = endpoint
+        self.threshold = threshold
+        self.cooldown_seconds = cooldown_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._last_error = ""
+        self._opened_at: float | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """True while calls fail at once (open, cool-down not over)."""
+        with self._lock:
+            return self._opened_at is not None and self._clock() - self._opened_at < self.cooldown_seconds
+
+    def before_attempt(self) -> bool:
+        """Raise EmbeddingServiceUnavailable while open; True if this attempt is a half-open probe."""
+        with self._lock:
+            if self._opened_at is None:
+                return False
+            if self._clock() - self._opened_at < self.cooldown_seconds:
+                raise self._unavailable()
+            return True
+
+    def record_answer(self) -> None:
+        with self._lock:
+            self._failures = 0
+            self._opened_at = None
+
+    def record_failure(self, message: str, *, probe: bool) -> EmbeddingServiceUnavailable | None:
+        """Count a failed request; the error to raise instead of `message` when this opened the breaker."""
+        with self._lock:
+            self._failures += 1
+            self._last_error = message
+            if probe or self._failures >= self.threshold:
+                self._opened_at = self._clock()
+                return self._unavailable()
+            return None
+
+    def _unavailable(self) -> EmbeddingServiceUnavailable:
+        assert self._opened_at is not None
+        remaining = max(0.0, self.cooldown_seconds - (self._clock() - self._opened_at))
+        return EmbeddingServiceUnavailable(
+            f"embedding service {self.endpoint} is unavailable: {self._failures} request(s) in a row failed after "
+            f"their retries, the last with: {self._last_error} -- every embedding call fails at once for the next "
+            f"{remaining:.0f} s instead of retrying per document (RAG_OPENAI_BREAKER_FAILURES={self.threshold}, "
+            f"RAG_OPENAI_BREAKER_COOLDOWN_SECONDS={self.cooldown_seconds:g})",
+            endpoint=self.endpoint, failures=self._failures, last_error=self._last_error,
+        )
+
+
 class OpenAIEmbedder:
-    """Batched, retried calls to POST /embeddings; unit float32 vectors in input order."""
+    """Token-budgeted, concurrent, retried calls to POST /embeddings; unit float32 vectors in input order."""
 
     max_input_tokens: int = MAX_INPUT_TOKENS
 
@@ -67,6 +183,10 @@ class OpenAIEmbedder:
         timeout_seconds: float = 30.0,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        breaker_failures: int = DEFAULT_BREAKER_FAILURES,
+        breaker_cooldown_seconds: float = DEFAULT_BREAKER_COOLDOWN_SECONDS,
         tiktoken_cache_dir: Path | None = None,
     ):
         if not api_key or not api_key.strip():
@@ -74,21 +194,30 @@ class OpenAIEmbedder:
                 "OPENAI_API_KEY is not set, and the OpenAI embedder (RAG_EMBEDDER=openai) needs it: "
                 "export OPENAI_API_KEY=sk-... (or put it in .env), or set RAG_EMBEDDER=local for the offline model"
             )
-        if batch_size <= 0 or max_retries <= 0:
-            raise ValueError(f"batch_size and max_retries must be positive, got {batch_size} and {max_retries}")
+        counts = dict(batch_size=batch_size, max_retries=max_retries, concurrency=concurrency,
+                      max_batch_tokens=max_batch_tokens, breaker_failures=breaker_failures)
+        if any(value <= 0 for value in counts.values()) or breaker_cooldown_seconds < 0:
+            raise ValueError(f"{counts} must all be positive and breaker_cooldown_seconds >= 0")
         self.model_name = model_name
         self.base_url = base_url or None
         self.batch_size = batch_size
-        self.max_retries = max_retries  # total attempts per batch, the first one included
+        self.max_retries = max_retries  # total attempts per request, the first one included
         self.timeout_seconds = timeout_seconds
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.concurrency = concurrency
+        self.max_batch_tokens = max_batch_tokens
+        # one input must fit in one request
+        self.max_input_tokens = min(MAX_INPUT_TOKENS, max_batch_tokens)
         self._api_key = api_key.strip()
         self._tiktoken_cache_dir = tiktoken_cache_dir
         self._dimension: int | None = KNOWN_DIMENSIONS.get(model_name)
         self._client: OpenAI | None = None
         self._counter: TokenCounter | None = None
         self._lock = threading.Lock()
+        self._not_before = 0.0  # monotonic time before which no worker sends (rate-limit gate)
+        endpoint = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_ENDPOINT
+        self._breaker = CircuitBreaker(_host(endpoint), breaker_failures, breaker_cooldown_seconds)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> "OpenAIEmbedder":
@@ -99,13 +228,15 @@ class OpenAIEmbedder:
             max_retries=settings.openai_max_retries,
             timeout_seconds=settings.openai_timeout_seconds,
             tiktoken_cache_dir=settings.cache_dir / "tiktoken",
+            **settings_from_env(),
         )
         kwargs.update(overrides)
         return cls(**kwargs)
 
     def __repr__(self) -> str:  # deliberately without the key
         where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"OpenAIEmbedder(model_name={self.model_name!r}{where}, batch_size={self.batch_size})"
+        return (f"OpenAIEmbedder(model_name={self.model_name!r}{where}, batch_size={self.batch_size}, "
+                f"concurrency={self.concurrency})")
 
     @property
     def dimension(self) -> int:
@@ -113,6 +244,11 @@ class OpenAIEmbedder:
             self.embed_query("dimension probe")  # a model we do not know: ask the service once
         assert self._dimension is not None
         return self._dimension
+
+    @property
+    def unavailable(self) -> bool:
+        """True while the circuit breaker is open: calls fail at once with EmbeddingServiceUnavailable."""
+        return self._breaker.is_open
 
     # -- lazy parts ----------------------------------------------------------------------------
     def _openai(self) -> OpenAI:
@@ -148,69 +284,126 @@ class OpenAIEmbedder:
             raise TypeError("embed_documents takes a sequence of texts, not one string (use embed_query)")
         if len(texts) == 0:  # not `not texts`: a numpy array of strings has no truth value
             return np.empty((0, self.dimension), dtype=np.float32)
-        parts = [self._embed_batch(batch) for batch in self._batches(texts)]
-        return np.concatenate(parts, axis=0)
+        prepared = self._prepare(texts)
+        rows: list[np.ndarray | None] = [None] * len(prepared)
+        for positions, vectors in self._run(self._plan([n for _, n in prepared]), [t for t, _ in prepared]):
+            for position, vector in zip(positions, vectors):
+                rows[position] = vector
+        return np.stack(rows)  # type: ignore[arg-type]
 
-    # -- internals -----------------------------------------------------------------------------
-    def _batches(self, texts: Sequence[str]) -> list[list[str]]:
-        """At most batch_size inputs and MAX_TOKENS_PER_REQUEST tokens per request."""
+    # -- batching ------------------------------------------------------------------------------
+    def _prepare(self, texts: Sequence[str]) -> list[tuple[str, int]]:
+        """(text as sent, its token count) per input: over-long ones cut, empty ones a space."""
         counter = self._tokens()
-        batches: list[list[str]] = []
-        batch: list[str] = []
-        batch_tokens = 0
+        prepared: list[tuple[str, int]] = []
         for text in texts:
             ids = counter.encode(text)
             if len(ids) > self.max_input_tokens:  # the API rejects, not truncates; match the local model instead
                 text, ids = _cut(counter, ids, self.max_input_tokens)
-            text = text or " "  # the API rejects empty strings
-            if batch and (len(batch) >= self.batch_size or batch_tokens + len(ids) > MAX_TOKENS_PER_REQUEST):
-                batches.append(batch)
-                batch, batch_tokens = [], 0
-            batch.append(text)
-            batch_tokens += len(ids)
-        if batch:
-            batches.append(batch)
-        return batches
+            prepared.append((text or " ", max(len(ids), 1)))  # the API rejects empty strings
+        return prepared
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+    def _plan(self, token_counts: list[int]) -> list[list[int]]:
+        """Requests as lists of input positions: shortest first, at most batch_size inputs and
+        max_batch_tokens tokens each."""
+        requests: list[list[int]] = []
+        request: list[int] = []
+        tokens = 0
+        for position in sorted(range(len(token_counts)), key=token_counts.__getitem__):
+            count = token_counts[position]
+            if request and (len(request) >= self.batch_size or tokens + count > self.max_batch_tokens):
+                requests.append(request)
+                request, tokens = [], 0
+            request.append(position)
+            tokens += count
+        if request:
+            requests.append(request)
+        return requests
+
+    def _run(self, requests: list[list[int]], texts: list[str]) -> list[tuple[list[int], np.ndarray]]:
+        """Send the requests, up to `concurrency` at once; the first failure stops the rest."""
+        cancel = threading.Event()
+        failures: list[BaseException] = []
+
+        def send(positions: list[int]) -> np.ndarray:
+            try:
+                return self._embed_batch([texts[p] for p in positions], cancel)
+            except _Cancelled:
+                raise
+            except BaseException as exc:
+                with self._lock:
+                    failures.append(exc)
+                cancel.set()  # requests not yet sent are not sent
+                raise
+
+        if len(requests) == 1:  # a query or a small document: no thread
+            return [(requests[0], send(requests[0]))]
+        with ThreadPoolExecutor(min(self.concurrency, len(requests)), thread_name_prefix="openai-embed") as pool:
+            futures = [pool.submit(send, positions) for positions in requests]
+            try:
+                wait(futures, return_when=FIRST_EXCEPTION)
+            except BaseException:
+                cancel.set()  # interrupted: the workers stop before the pool drains
+                raise
+            finally:
+                if cancel.is_set():
+                    for future in futures:
+                        future.cancel()
+        # the pool has drained: requests in flight at the failure finished (or stopped) first
+        if failures:
+            # an open breaker says more than the request that failed first: the service is down
+            raise next((f for f in failures if isinstance(f, EmbeddingServiceUnavailable)), failures[0])
+        return [(positions, future.result()) for positions, future in zip(requests, futures)]
+
+    # -- one request ---------------------------------------------------------------------------
+    def _embed_batch(self, batch: list[str], cancel: threading.Event) -> np.ndarray:
         import openai
 
-        attempts = 0
-        retrying = Retrying(
-            stop=stop_after_attempt(self.max_retries),
-            wait=self._wait,
-            retry=retry_if_exception(_is_transient),
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
-        try:
-            for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    return self._request(batch)
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            if _is_transient(exc):
-                raise EmbeddingError(self._failed(f"HTTP {status}", attempts, exc)) from None
-            hint = {
-                401: "check OPENAI_API_KEY",
-                403: "check the key's project and permissions",
-                404: "check RAG_EMBEDDING_MODEL and OPENAI_BASE_URL",
-            }.get(status, "the request was rejected")
-            raise EmbeddingError(
-                f"OpenAI embeddings request rejected with HTTP {status} (not retried; {hint}), "
-                f"model {self.model_name!r}: {self._scrub(error_message(exc))}"
-            ) from None
-        except openai.APITimeoutError as exc:
-            reason = f"timeout after {self.timeout_seconds:g} s"
-            raise EmbeddingError(self._failed(reason, attempts, exc)) from None
-        except openai.APIConnectionError as exc:
-            raise EmbeddingError(self._failed("connection error", attempts, exc)) from None
-        except _MalformedResponse as exc:
-            raise EmbeddingError(self._failed("malformed response", attempts, exc)) from None
-        except _PermanentFailure as exc:
-            raise EmbeddingError(f"OpenAI embeddings for model {self.model_name!r}: {self._scrub(str(exc))}") from None
-        raise AssertionError("unreachable: tenacity either returned or raised")  # pragma: no cover
+        attempt = 0
+        while True:
+            attempt += 1
+            self._wait_for_gate(cancel)
+            probe = self._breaker.before_attempt()
+            try:
+                vectors = self._request(batch)
+            except Exception as exc:
+                if not _is_transient(exc):
+                    if isinstance(exc, (openai.APIStatusError, _PermanentFailure)):
+                        self._breaker.record_answer()  # the service is up; it refused this request
+                        raise EmbeddingError(self._rejected(exc)) from None
+                    raise
+                if probe or attempt >= self.max_retries:  # counted even if another request failed first
+                    message = self._failed(exc, attempt)
+                    opened = self._breaker.record_failure(message, probe=probe)
+                    raise (opened or EmbeddingError(message)) from None
+                if cancel.is_set():
+                    raise _Cancelled() from None
+                delay = self._backoff(attempt, exc)
+                log.warning(
+                    "OpenAI embeddings attempt %d/%d failed (%s); retrying in %.2f s",
+                    attempt, self.max_retries, self._scrub(describe(exc)), delay,
+                )
+                if getattr(exc, "status_code", None) == 429 or retry_after(exc) is not None:
+                    self._close_gate(delay)  # every worker waits, not only this one
+                elif cancel.wait(delay):
+                    raise _Cancelled() from None
+                continue
+            self._breaker.record_answer()
+            return vectors
+
+    def _close_gate(self, seconds: float) -> None:
+        with self._lock:
+            self._not_before = max(self._not_before, time.monotonic() + seconds)
+
+    def _wait_for_gate(self, cancel: threading.Event) -> None:
+        while True:
+            if cancel.is_set():
+                raise _Cancelled()
+            with self._lock:
+                remaining = self._not_before - time.monotonic()
+            if remaining <= 0:
+                return
+            cancel.wait(remaining)
 
     def _request(self, batch: list[str]) -> np.ndarray:
         import openai
@@ -235,37 +428,62 @@ class OpenAIEmbedder:
         if len(sizes) != 1:
             raise _MalformedResponse(f"embeddings of different sizes {sorted(sizes)}")
         size = sizes.pop()
-        if self._dimension is None:
-            self._dimension = size
-        elif size != self._dimension:
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = size
+        if size != self._dimension:
             raise _PermanentFailure(f"the service returned {size}-d vectors, expected {self._dimension}")
         return l2_normalise(np.stack(rows))  # type: ignore[arg-type]
 
-    def _wait(self, state: RetryCallState) -> float:
+    def _backoff(self, attempt: int, exc: BaseException) -> float:
         # exponential with "equal jitter": spreads concurrent clients, never collapses to zero
-        ceiling = min(self.backoff_max, self.backoff_base * 2 ** (state.attempt_number - 1))
+        ceiling = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
         delay = random.uniform(ceiling / 2, ceiling)
-        asked = retry_after(state.outcome.exception() if state.outcome else None)
+        asked = retry_after(exc)
         if asked is not None:
             delay = max(delay, min(asked, self.backoff_max))
         return delay
 
-    def _log_retry(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        wait = state.next_action.sleep if state.next_action else 0.0
-        log.warning(
-            "OpenAI embeddings attempt %d/%d failed (%s); retrying in %.2f s",
-            state.attempt_number, self.max_retries, self._scrub(describe(exc)), wait,
-        )
+    # -- messages ------------------------------------------------------------------------------
+    def _failed(self, exc: BaseException, attempts: int) -> str:
+        import openai
 
-    def _failed(self, reason: str, attempts: int, exc: BaseException) -> str:
+        if isinstance(exc, openai.APIStatusError):
+            reason = f"HTTP {exc.status_code}"
+        elif isinstance(exc, openai.APITimeoutError):
+            reason = f"timeout after {self.timeout_seconds:g} s"
+        elif isinstance(exc, openai.APIConnectionError):
+            reason = "connection error"
+        else:
+            reason = "malformed response"
         return (
             f"OpenAI embeddings request failed after {attempts} attempt(s) ({reason}), "
             f"model {self.model_name!r}: {self._scrub(error_message(exc))}"
         )
 
+    def _rejected(self, exc: BaseException) -> str:
+        if isinstance(exc, _PermanentFailure):
+            return f"OpenAI embeddings for model {self.model_name!r}: {self._scrub(str(exc))}"
+        status = getattr(exc, "status_code", None)
+        hint = {
+            401: "check OPENAI_API_KEY",
+            403: "check the key's project and permissions",
+            404: "check RAG_EMBEDDING_MODEL and OPENAI_BASE_URL",
+        }.get(status, "the request was rejected")  # type: ignore[arg-type]
+        return (
+            f"OpenAI embeddings request rejected with HTTP {status} (not retried; {hint}), "
+            f"model {self.model_name!r}: {self._scrub(error_message(exc))}"
+        )
+
     def _scrub(self, text: str) -> str:
         return _KEY_LIKE.sub("sk-***", text.replace(self._api_key, "***"))
+
+
+def _host(url: str) -> str:
+    """host[:port] of a URL: what messages may name (never a path, query or user:password)."""
+    parts = urlsplit(url if "//" in url else f"//{url}")
+    host = parts.hostname or "unknown host"
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 def _is_transient(exc: BaseException) -> bool:
