@@ -76,6 +76,11 @@ class Settings:
     openai_base_url: str | None = None
     openai_max_retries: int = 5
     openai_timeout_seconds: float = 30.0
+    openai_concurrency: int = 4  # requests in flight at once; rate limits, not latency, bound more
+    openai_max_batch_tokens: int = 300_000  # OpenAI rejects a request whose inputs sum to more
+    # one request failing after its retries can be a restart blip; two in a row mean the service is down
+    openai_breaker_failures: int = 2
+    openai_breaker_cooldown_seconds: float = 30.0
     # retrieval
     retrieval_mode: str = "hybrid"  # vector | keyword | hybrid
     rrf_k: int = 60  # Reciprocal Rank Fusion constant: score = sum of w / (k + rank)
@@ -128,7 +133,8 @@ class Settings:
 
     def validated(self) -> "Settings":
         for name in ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "embed_batch_size",
-                     "max_file_bytes", "openai_max_retries"):
+                     "max_file_bytes", "openai_max_retries", "openai_concurrency", "openai_max_batch_tokens",
+                     "openai_breaker_failures"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"{ENV_VARS[name]} must be a positive integer, got {getattr(self, name)}")
         if not self.chunk_min_tokens <= self.chunk_target_tokens <= self.chunk_max_tokens:
@@ -140,6 +146,8 @@ class Settings:
             raise ConfigurationError(
                 f"RAG_CHUNK_OVERLAP_TOKENS must be between 0 and half of RAG_CHUNK_MAX_TOKENS, got {self.chunk_overlap_tokens}"
             )
+        if self.openai_breaker_cooldown_seconds < 0 or self.openai_timeout_seconds <= 0:
+            raise ConfigurationError("RAG_OPENAI_BREAKER_COOLDOWN_SECONDS must be >= 0 and RAG_OPENAI_TIMEOUT_SECONDS > 0")
         if self.documents_per_run <= 0 or self.mass_delete_min_documents < 0:
             raise ConfigurationError("RAG_DOCUMENTS_PER_RUN must be positive and RAG_MASS_DELETE_MIN_DOCUMENTS >= 0")
         if not 0 <= self.max_delete_share <= 1:
@@ -194,6 +202,10 @@ ENV_VARS: dict[str, str] = {
     "openai_base_url": "OPENAI_BASE_URL",
     "openai_max_retries": "RAG_OPENAI_MAX_RETRIES",
     "openai_timeout_seconds": "RAG_OPENAI_TIMEOUT_SECONDS",
+    "openai_concurrency": "RAG_OPENAI_CONCURRENCY",
+    "openai_max_batch_tokens": "RAG_OPENAI_MAX_BATCH_TOKENS",
+    "openai_breaker_failures": "RAG_OPENAI_BREAKER_FAILURES",
+    "openai_breaker_cooldown_seconds": "RAG_OPENAI_BREAKER_COOLDOWN_SECONDS",
     "retrieval_mode": "RAG_RETRIEVAL_MODE",
     "rrf_k": "RAG_RRF_K",
     "dense_weight": "RAG_DENSE_WEIGHT",

@@ -25,7 +25,7 @@ from rag_assets.chunking import ChunkingConfig, chunk_document
 from rag_assets.embedding_cache import EmbeddingCache
 from rag_assets.errors import DocumentError, EmbeddingServiceUnavailable, VectorDBUnavailableError
 from rag_assets.index_generation import bump_generation
-from rag_assets.models import Chunk, DocumentRef
+from rag_assets.models import DocumentRef
 from rag_assets.progress import ProgressEvent, Reporter, no_progress
 from rag_assets.stage_store import (
     BLOCKS,

@@ -1,7 +1,6 @@
 """Shared test setup: offline, no telemetry, and every piece of state in temporary folders."""
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 

@@ -16,7 +16,6 @@ from openai import OpenAI
 
 from rag_assets.config import Settings
 from rag_assets.embedding import Embedder, OpenAIEmbedder, load_embedder
-from rag_assets.embedding.openai_embedder import settings_from_env
 from rag_assets.errors import ConfigurationError, EmbeddingError, EmbeddingServiceUnavailable
 from rag_assets.tokens import TokenCounter
 from rag_assets_tests.openai_server import EMBEDDINGS_PATH, Fault, OpenAIStubServer, fake_embedding
@@ -461,8 +460,7 @@ def test_requests_never_exceed_the_token_budget_and_group_similar_lengths(tmp_pa
     texts.append("over the budget " * 40)  # one input alone is longer than a whole request may be
     with OpenAIStubServer(api_key=SECRET, normalise=False, max_request_tokens=budget,
                           count_tokens=counter.count) as srv:
-        monkeypatch.setenv("RAG_OPENAI_MAX_BATCH_TOKENS", str(budget))
-        settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET,
+        settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET, "RAG_OPENAI_MAX_BATCH_TOKENS": str(budget),
                                           "OPENAI_BASE_URL": srv.base_url, "RAG_CACHE_DIR": str(tmp_path)})
         embedder = load_embedder(settings)
         assert embedder.max_input_tokens == budget and not embedder.fits(texts[-1])
@@ -582,19 +580,15 @@ def test_the_breaker_counts_failures_across_concurrent_workers(slow_server, make
         embedder.embed_documents(EIGHT)
 
 
-def test_tuning_settings_are_read_and_checked(monkeypatch, tmp_path):
+def test_tuning_settings_are_read_and_checked(tmp_path):
     env = {"RAG_OPENAI_CONCURRENCY": "8", "RAG_OPENAI_MAX_BATCH_TOKENS": "5000",
            "RAG_OPENAI_BREAKER_FAILURES": "3", "RAG_OPENAI_BREAKER_COOLDOWN_SECONDS": "2.5"}
-    assert settings_from_env(env) == {"concurrency": 8, "max_batch_tokens": 5000, "breaker_failures": 3,
-                                      "breaker_cooldown_seconds": 2.5}
-    assert settings_from_env({}) == {}
     for var, bad in [("RAG_OPENAI_CONCURRENCY", "0"), ("RAG_OPENAI_CONCURRENCY", "four"),
                      ("RAG_OPENAI_MAX_BATCH_TOKENS", "-1"), ("RAG_OPENAI_BREAKER_COOLDOWN_SECONDS", "-1")]:
         with pytest.raises(ConfigurationError, match=var):
-            settings_from_env({var: bad})
-    for var, value in env.items():
-        monkeypatch.setenv(var, value)
-    settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET, "RAG_CACHE_DIR": str(tmp_path)})
+            Settings.from_env({var: bad})
+    settings = Settings.from_env(env={**env, "RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET, "RAG_CACHE_DIR": str(tmp_path)})
+    assert (settings.openai_breaker_failures, settings.openai_breaker_cooldown_seconds) == (3, 2.5)
     embedder = load_embedder(settings)
     assert (embedder.concurrency, embedder.max_batch_tokens, embedder.max_input_tokens) == (8, 5000, 5000)
     assert "concurrency=8" in repr(embedder) and SECRET not in repr(embedder)

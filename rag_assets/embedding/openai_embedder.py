@@ -34,7 +34,7 @@ import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -61,37 +61,11 @@ _RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 _KEY_LIKE = re.compile(r"sk-[A-Za-z0-9_\-*]{6,}")
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
-# Defaults of the settings read by `settings_from_env` (to move into config.Settings).
-DEFAULT_CONCURRENCY = 4  # requests in flight at once; OpenAI's rate limits, not latency, bound more
-DEFAULT_MAX_BATCH_TOKENS = 300_000  # OpenAI rejects a request whose inputs sum to more
-# one request failing after its retries can be a restart blip; two in a row (each already retried
-# for seconds) mean the service is down
+# Defaults for direct construction; config.Settings holds the configured values (RAG_OPENAI_*).
+DEFAULT_CONCURRENCY = 4
+DEFAULT_MAX_BATCH_TOKENS = 300_000
 DEFAULT_BREAKER_FAILURES = 2
-DEFAULT_BREAKER_COOLDOWN_SECONDS = 30.0  # longer than a run's remaining documents take to fail fast
-_ENV_SETTINGS: dict[str, tuple[str, type]] = {  # constructor argument -> (variable, type)
-    "concurrency": ("RAG_OPENAI_CONCURRENCY", int),
-    "max_batch_tokens": ("RAG_OPENAI_MAX_BATCH_TOKENS", int),
-    "breaker_failures": ("RAG_OPENAI_BREAKER_FAILURES", int),
-    "breaker_cooldown_seconds": ("RAG_OPENAI_BREAKER_COOLDOWN_SECONDS", float),
-}
-
-
-def settings_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Constructor arguments from the RAG_OPENAI_* variables config.Settings does not hold yet."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    for argument, (var, kind) in _ENV_SETTINGS.items():
-        raw = env.get(var)
-        if raw in (None, ""):
-            continue
-        try:
-            value = kind(raw)
-        except ValueError:
-            raise ConfigurationError(f"{var} must be a number, got {raw!r}") from None
-        if value < 0 or (value == 0 and kind is int):
-            raise ConfigurationError(f"{var} must be {'positive' if kind is int else 'at least 0'}, got {raw!r}")
-        values[argument] = value
-    return values
+DEFAULT_BREAKER_COOLDOWN_SECONDS = 30.0
 
 
 class _Cancelled(Exception):
@@ -228,7 +202,10 @@ class OpenAIEmbedder:
             max_retries=settings.openai_max_retries,
             timeout_seconds=settings.openai_timeout_seconds,
             tiktoken_cache_dir=settings.cache_dir / "tiktoken",
-            **settings_from_env(),
+            concurrency=settings.openai_concurrency,
+            max_batch_tokens=settings.openai_max_batch_tokens,
+            breaker_failures=settings.openai_breaker_failures,
+            breaker_cooldown_seconds=settings.openai_breaker_cooldown_seconds,
         )
         kwargs.update(overrides)
         return cls(**kwargs)
