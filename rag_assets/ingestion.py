@@ -112,7 +112,8 @@ def stale_documents(refs: Sequence[DocumentRef], stages: StageStore, fingerprint
     return stale
 
 
-def _windows(items: Sequence, size: int = WINDOW_DOCS) -> Iterable[Sequence]:
+def _windows(items: Sequence) -> Iterable[Sequence]:
+    size = WINDOW_DOCS
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -484,7 +485,8 @@ def _replace_group(group, stages: StageStore, store, fingerprint: str, report: S
     except Exception:
         if len(group) == 1:
             ref = group[0][0]
-            errors.append((ref, f"{ref.doc_path}: {traceback.format_exc(limit=1).strip().splitlines()[-1]}"))
+            message = traceback.format_exc(limit=1).strip().splitlines()[-1]
+            errors.append((ref, message if ref.doc_path in message else f"{ref.doc_path}: {message}"))
             return 0, 0
         written = deleted = 0
         for item in group:  # isolate the document the store refuses

@@ -136,6 +136,12 @@ class ChromaStore:
         chunks of all of them written in large batches, THEN their stale chunks deleted. A failure
         part-way leaves every document's previous version whole (plus, at worst, new chunks the
         next run reconciles)."""
+        for doc_path, chunks, vectors in docs:
+            # checked here, not by Chroma: a new collection takes the size of the first vectors it
+            # is given, so one bad document would make every good one fail after it
+            if len(chunks) and np.shape(vectors) != (len(chunks), self.dimension):
+                raise ValueError(f"{doc_path}: {np.shape(vectors)} vectors for {len(chunks)} chunks; "
+                                 f"the collection holds {self.dimension}-d vectors of {self.embedding_model}")
         existing = self._existing_many([doc_path for doc_path, _, _ in docs])
         ids: list[str] = []
         vecs: list[np.ndarray] = []

@@ -16,8 +16,18 @@ from .sensors import docs_sensor
 # batching event-log storage of dagster.yaml then writes each batch in one transaction.
 enable_event_batching()
 
+# The per-document assets as one named job: `dagster job execute -j ingest_documents --partition
+# <doc_path>` from a shell, and a partitioned job (backfills of many documents) in the UI.
+ingest_documents = dg.define_asset_job(
+    "ingest_documents",
+    selection=dg.AssetSelection.assets(*PER_DOCUMENT_ASSETS),
+    partitions_def=documents_partitions,
+    description="Parse, split, chunk, embed and index the selected documents (partitions).",
+)
+
 defs = dg.Definitions(
     assets=[*INGESTION_ASSETS, *MAINTENANCE_ASSETS, *EVALUATION_ASSETS],
+    jobs=[ingest_documents],
     sensors=[docs_sensor, evaluation_automation],
     schedules=[nightly_reconcile],
     resources={"embedder": EmbedderResource(), "vector_store": VectorStoreResource()},
