@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="remove vanished documents even when that empties most of the index (RAG_ALLOW_MASS_DELETE=1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--workers", type=int, default=1,
+                   help="document runs in flight at once, launched through the instance's run launcher "
+                        "(needs a Chroma server, CHROMA_HOST; default 1: runs in this process)")
 
     p = sub.add_parser("ingest-doc", help="ingest one document")
     p.add_argument("path", help="the file, as a path or relative to the docs folder")
@@ -135,7 +138,7 @@ def _ingest(args) -> int:
 
     Settings.from_env()  # validate configuration before any run starts
     with _progress_bars(args):
-        summary = ingest(allow_mass_delete=args.allow_mass_delete)
+        summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers)
     return _print_summary(summary, args.json)
 
 

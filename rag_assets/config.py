@@ -76,6 +76,7 @@ class Settings:
     openai_base_url: str | None = None
     openai_max_retries: int = 5
     openai_timeout_seconds: float = 30.0
+    openai_batch_size: int = 100  # texts per embeddings request (also bounded by openai_max_batch_tokens)
     openai_concurrency: int = 4  # requests in flight at once; rate limits, not latency, bound more
     openai_max_batch_tokens: int = 300_000  # OpenAI rejects a request whose inputs sum to more
     # one request failing after its retries can be a restart blip; two in a row mean the service is down
@@ -133,7 +134,7 @@ class Settings:
 
     def validated(self) -> "Settings":
         for name in ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "embed_batch_size",
-                     "max_file_bytes", "openai_max_retries", "openai_concurrency", "openai_max_batch_tokens",
+                     "max_file_bytes", "openai_max_retries", "openai_batch_size", "openai_concurrency", "openai_max_batch_tokens",
                      "openai_breaker_failures"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"{ENV_VARS[name]} must be a positive integer, got {getattr(self, name)}")
@@ -202,6 +203,7 @@ ENV_VARS: dict[str, str] = {
     "openai_base_url": "OPENAI_BASE_URL",
     "openai_max_retries": "RAG_OPENAI_MAX_RETRIES",
     "openai_timeout_seconds": "RAG_OPENAI_TIMEOUT_SECONDS",
+    "openai_batch_size": "RAG_OPENAI_BATCH_SIZE",
     "openai_concurrency": "RAG_OPENAI_CONCURRENCY",
     "openai_max_batch_tokens": "RAG_OPENAI_MAX_BATCH_TOKENS",
     "openai_breaker_failures": "RAG_OPENAI_BREAKER_FAILURES",

@@ -15,6 +15,7 @@ import statistics
 import time
 import traceback
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -25,6 +26,7 @@ from rag_assets.chunking import ChunkingConfig, chunk_document
 from rag_assets.embedding_cache import EmbeddingCache
 from rag_assets.errors import DocumentError, EmbeddingServiceUnavailable, VectorDBUnavailableError
 from rag_assets.index_generation import bump_generation
+from rag_assets.locks import DocumentLocks
 from rag_assets.models import DocumentRef
 from rag_assets.progress import ProgressEvent, Reporter, no_progress
 from rag_assets.stage_store import (
@@ -416,12 +418,14 @@ def run_index(
     cache: EmbeddingCache,
     chunks_fingerprint: str,
     progress: Reporter = no_progress,
+    locks: DocumentLocks | None = None,
 ) -> StageReport:
     """Write each document's chunks to the store, several documents per store call.
 
     Per document the order is: its index record marked "replacing", new and changed vectors
-    written, stale vectors deleted, the record written. A crash anywhere leaves a record that is
-    not current, so the next run redoes the document (even if the file was reverted meanwhile)."""
+    written, stale vectors deleted, the record written, all under the document's lock (another
+    worker writing the same document waits). A crash anywhere leaves a record that is not current,
+    so the next run redoes the document (even if the file was reverted meanwhile)."""
     model = store.embedding_model
     fingerprint = store_fingerprint(store)
     report = StageReport(INDEXED)
@@ -457,7 +461,8 @@ def run_index(
             matrix = np.stack([vectors[c.content_hash] for c in chunks]) if chunks else np.zeros((0, store.dimension))
             batch.append((ref, chunks, matrix))
         for group in _groups(batch, INDEX_GROUP_CHUNKS):
-            w, d = _replace_group(group, stages, store, fingerprint, report, errors)
+            with _held(locks, [ref.doc_path for ref, _, _ in group]):
+                w, d = _replace_group(group, stages, store, fingerprint, report, errors)
             written, deleted = written + w, deleted + d
         _commit(stages, INDEXED, report, [], errors)
         done += len(window)
@@ -506,11 +511,18 @@ def _replace_group(group, stages: StageStore, store, fingerprint: str, report: S
     return sum(r.written for r in results.values()), sum(r.deleted for r in results.values())
 
 
-def remove_documents(doc_paths: Sequence[str], stages: StageStore, store) -> dict[str, int]:
+def _held(locks: DocumentLocks | None, doc_paths: Sequence[str]):
+    return locks.hold(doc_paths) if locks is not None else nullcontext()
+
+
+def remove_documents(
+    doc_paths: Sequence[str], stages: StageStore, store, locks: DocumentLocks | None = None
+) -> dict[str, int]:
     """Forget documents that vanished: their vectors first (found by doc_path), then their records."""
     doc_paths = list(doc_paths)
-    removed = store.delete_documents(doc_paths) if store is not None and doc_paths else {p: 0 for p in doc_paths}
-    stages.delete_documents(doc_paths)
+    with _held(locks, doc_paths):
+        removed = store.delete_documents(doc_paths) if store is not None and doc_paths else {p: 0 for p in doc_paths}
+        stages.delete_documents(doc_paths)
     if any(removed.values()):
         bump_generation(stages.db)
     return removed
@@ -563,12 +575,13 @@ def find_orphans(store, keep_doc_paths: Iterable[str]) -> Orphans:
     return orphans
 
 
-def delete_orphans(store, orphans: Orphans, stages: StageStore) -> int:
+def delete_orphans(store, orphans: Orphans, stages: StageStore, locks: DocumentLocks | None = None) -> int:
     """Delete the orphaned vectors (and any stage records of those documents)."""
     doomed = [cid for cids in orphans.ids_by_document.values() for cid in cids]
     if not doomed:
         return 0
-    store.delete_ids(doomed)
-    stages.delete_documents(list(orphans.ids_by_document))
+    with _held(locks, list(orphans.ids_by_document)):
+        store.delete_ids(doomed)
+        stages.delete_documents(list(orphans.ids_by_document))
     bump_generation(stages.db)
     return len(doomed)

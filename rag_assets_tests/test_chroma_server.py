@@ -5,58 +5,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from rag_assets.config import Settings
 from rag_assets.discovery import discover
 from rag_assets.stage_store import INDEXED, StageStore
+from rag_assets_tests.chroma_server import ChromaServer, free_port, requires_chroma
 from rag_assets_tests.test_crash_recovery import edit_doc, expected_index
 
-CHROMA = Path(sys.executable).with_name("chroma")
-pytestmark = pytest.mark.skipif(not CHROMA.exists(), reason="the chroma CLI is not installed next to this Python")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ChromaServer:
-    def __init__(self, path: Path, port: int, log: Path):
-        self.path, self.port, self.log = path, port, log
-        self.proc: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 30) -> "ChromaServer":
-        self.proc = subprocess.Popen(
-            [str(CHROMA), "run", "--host", "127.0.0.1", "--port", str(self.port), "--path", str(self.path)],
-            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"chroma run exited: {self.log.read_text(errors='replace')[-2000:]}"
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        raise TimeoutError(f"chroma server not up after {timeout} s")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, sig)
-            self.proc.wait(timeout=30)
-        self.proc = None
+pytestmark = requires_chroma
 
 
 @pytest.fixture

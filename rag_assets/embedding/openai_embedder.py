@@ -202,6 +202,7 @@ class OpenAIEmbedder:
             max_retries=settings.openai_max_retries,
             timeout_seconds=settings.openai_timeout_seconds,
             tiktoken_cache_dir=settings.cache_dir / "tiktoken",
+            batch_size=settings.openai_batch_size,
             concurrency=settings.openai_concurrency,
             max_batch_tokens=settings.openai_max_batch_tokens,
             breaker_failures=settings.openai_breaker_failures,

@@ -36,6 +36,7 @@ from rag_assets.ingestion import (
     run_parse,
     run_split,
 )
+from rag_assets.locks import DocumentLocks
 from rag_assets.models import DocumentRef
 from rag_assets.progress import ProgressEvent, Reporter, Throttle, describe, publish
 from rag_assets.stage_store import StageStore
@@ -103,8 +104,9 @@ def document_catalog(
         added = [k for k in current_keys if k not in existing_keys]
         if added:
             context.instance.add_dynamic_partitions(documents_partitions.name, added)
-        deleted = remove_documents(vanished.doc_paths, stages, store)
-        orphan_vectors = delete_orphans(store, orphans, stages)
+        locks = DocumentLocks(stages.db, settings.state_dir)
+        deleted = remove_documents(vanished.doc_paths, stages, store, locks)
+        orphan_vectors = delete_orphans(store, orphans, stages, locks)
     for key in stale_keys:
         context.instance.delete_dynamic_partition(documents_partitions.name, key)
     # written last: if this run dies above, the next one still knows the vanished documents' paths
@@ -311,7 +313,8 @@ def vector_index(
     stages = StageStore.for_settings(settings)
     refs = _refs(context, settings, stages)
     with vector_store.writer(model) as store:
-        report = run_index(refs, stages, store, embedder.cache(), chunking_fingerprint_for(settings, model), _reporter(context))
+        report = run_index(refs, stages, store, embedder.cache(), chunking_fingerprint_for(settings, model),
+                           _reporter(context), DocumentLocks(stages.db, settings.state_dir))
         checks = [
             _check(INDEX_CHECKS[0], invariants.documents_indexed(stages, refs)),
             _check(INDEX_CHECKS[1], invariants.index_matches_records(stages, refs, store)),

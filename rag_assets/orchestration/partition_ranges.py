@@ -10,7 +10,7 @@ so a large ingest commits its work in slices: a kill keeps every finished slice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 # Dagster's own tags for a single run over a partition range (the UI and `dagster asset
 # materialize --partition-range` write the same two tags).
@@ -38,15 +38,50 @@ def is_range_run(tags: dict[str, str]) -> bool:
     return ASSET_PARTITION_RANGE_START_TAG in tags
 
 
-def plan_runs(order: Sequence[str], wanted: Iterable[str], max_per_run: int, max_gap: int = MAX_GAP) -> list[RangeRun]:
-    """Cover `wanted` keys with ranges of `order`, at most `max_per_run` wanted keys per range,
-    bridging gaps of <= max_gap keys; in partition order. Keys not in `order` are ignored."""
+def plan_runs(
+    order: Sequence[str],
+    wanted: Iterable[str],
+    max_per_run: int,
+    max_gap: int = MAX_GAP,
+    weights: Mapping[str, float] | None = None,
+    max_weight: float | None = None,
+) -> list[RangeRun]:
+    """Cover `wanted` keys with ranges of `order`, at most `max_per_run` wanted keys per range
+    (and, given `weights`, about `max_weight` of work: runs that run side by side should end
+    together), bridging gaps of <= max_gap keys; in partition order. Keys not in `order` are ignored."""
     wanted = set(wanted)
     positions = [i for i, key in enumerate(order) if key in wanted]
     runs: list[list[int]] = []
+    load = 0.0
     for pos in positions:
-        if runs and pos - runs[-1][-1] - 1 <= max_gap and len(runs[-1]) < max_per_run:
+        weight = weights.get(order[pos], 0.0) if weights else 0.0
+        fits = max_weight is None or not runs or load + weight <= max_weight
+        if runs and pos - runs[-1][-1] - 1 <= max_gap and len(runs[-1]) < max_per_run and fits:
             runs[-1].append(pos)
+            load += weight
         else:
             runs.append([pos])
+            load = weight
     return [RangeRun(order[r[0]], order[r[-1]], tuple(order[i] for i in r)) for r in runs]
+
+
+def balanced_runs(
+    order: Sequence[str], weights: Mapping[str, float], workers: int, max_per_run: int, max_gap: int = MAX_GAP
+) -> list[RangeRun]:
+    """Contiguous ranges over the weighted keys for `workers` runs side by side: the smallest
+    per-run load for which the ranges number at most `workers` (a binary search over the load;
+    more ranges only where max_per_run or a large gap forces them)."""
+    if not weights:
+        return []
+    low, high = max(weights.values()), sum(weights.values())
+    best = plan_runs(order, weights, max_per_run, max_gap, weights, high)
+    for _ in range(30):
+        if high - low <= max(1.0, 0.001 * high):
+            break
+        middle = (low + high) / 2
+        runs = plan_runs(order, weights, max_per_run, max_gap, weights, middle)
+        if len(runs) <= max(workers, len(best)):
+            best, high = runs, middle
+        else:
+            low = middle
+    return best

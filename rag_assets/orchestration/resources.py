@@ -8,7 +8,7 @@ from the environment by the embedder, so they never show in run config or the UI
 from __future__ import annotations
 
 import functools
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
@@ -29,15 +29,27 @@ INGEST_LOCK_NAME = "ingest.lock"
 
 
 def ingest_lock_file(state_dir: Path) -> FileLock:
-    """The state folder's ingest lock, one object per process and re-entrant in it (any thread).
-
-    `rag ingest` (runs.ingest) holds it for a whole ingest; VectorStoreResource.writer takes it
-    too, so a run launched from the UI or the daemon never writes Chroma in the middle of a CLI
-    ingest (whose process has the store open: chroma #7040), while the CLI's own in-process runs
-    simply re-enter it."""
+    """The state folder's ingest lock: one `rag ingest` plans and launches at a time (a second one
+    waits, then finds everything current). One object per process, re-entrant in it."""
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     return FileLock(str(state_dir / INGEST_LOCK_NAME), is_singleton=True, thread_local=False)
+
+
+STORE_WRITER_LOCK_NAME = ".rag-writer.lock"
+
+
+def store_writer_lock(settings: Settings) -> FileLock | None:
+    """The embedded Chroma store admits ONE writing process (two corrupt or hang it: chroma #7040):
+    this lock, kept in the store's own folder, is held by whoever writes it, for as long as they
+    may write: a run's vector stage, or a whole `rag ingest` (whose process keeps the store open).
+    Re-entrant within a process. A Chroma server takes many writers: None (documents are locked
+    one by one instead, rag_assets.locks)."""
+    if settings.chroma_host:
+        return None
+    folder = Path(settings.chroma_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(folder / STORE_WRITER_LOCK_NAME), is_singleton=True, thread_local=False)
 
 
 @functools.lru_cache(maxsize=4)
@@ -99,10 +111,9 @@ class VectorStoreResource(dg.ConfigurableResource):
 
     @contextmanager
     def writer(self, embedder: Embedder) -> Iterator[ChromaStore]:
-        """The store, opened under exclusive inter-process locks held until the block ends: the
-        state folder's ingest lock (re-entered when this process is a `rag ingest`), then the
-        collection's write lock. The store is opened only once both are held, so this process
-        never writes from a view of the store older than another writer's last change."""
-        s = self.settings()
-        with ingest_lock_file(s.state_dir), FileLock(str(s.state_dir / f"{s.collection}.write.lock")):
+        """The store for writing. Embedded: opened only once this process holds the store's writer
+        lock (so it never writes from a view older than another writer's last change), held until
+        the block ends. A server: opened at once; per-document locks keep writers apart."""
+        lock = store_writer_lock(self.settings())
+        with lock if lock is not None else nullcontext():
             yield self.open(embedder)

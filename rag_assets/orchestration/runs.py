@@ -43,9 +43,16 @@ from rag_assets.stage_store import StageStore
 from rag_assets.orchestration.definitions import defs as definitions
 from .evaluation import retrieval_evaluation
 from .assets import PER_DOCUMENT_ASSETS, current_fingerprints, document_catalog, documents_partitions, vector_index
-from .partition_ranges import plan_runs
+from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
-from .resources import INGEST_LOCK_NAME, EmbedderResource, VectorStoreResource, current_settings, ingest_lock_file
+from .resources import (
+    INGEST_LOCK_NAME,
+    EmbedderResource,
+    VectorStoreResource,
+    current_settings,
+    ingest_lock_file,
+    store_writer_lock,
+)
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # how long a `rag ingest` waits for another one to finish; unset or negative: as long as it takes
@@ -187,16 +194,48 @@ def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], 
     return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
 
 
-def ingest(only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False) -> IngestSummary:
+def ingest(
+    only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False, workers: int = 1
+) -> IngestSummary:
     """Discover, register partitions, process the documents that changed; the summary the CLI prints.
 
-    One ingest at a time per state folder (see the module docstring): a concurrent call waits."""
+    One ingest at a time per state folder (see the module docstring): a concurrent call waits.
+    With an embedded store the ingest also holds the store's writer lock throughout (its process
+    keeps the store open), so runs launched from the UI or the daemon wait for it; `workers` > 1
+    needs a Chroma server, which takes several writers."""
+    settings = current_settings()
+    if workers < 1:
+        raise ConfigurationError(f"--workers must be at least 1, got {workers}")
+    if workers > 1 and not settings.chroma_host:
+        raise ConfigurationError(
+            f"--workers {workers} needs a Chroma server (set CHROMA_HOST): the embedded store at "
+            f"{settings.chroma_path} admits one writing process"
+        )
     started = time.perf_counter()
-    with ingest_lock() as waited:
-        summary = _ingest_locked(only_doc_paths, allow_mass_delete)
+    writer = store_writer_lock(settings) if workers == 1 else None
+    with ingest_lock() as waited, _waiting_for(writer):
+        summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers)
     summary.lock_wait_seconds = round(waited, 3)
     summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+@contextmanager
+def _waiting_for(lock: FileLock | None):
+    """Hold `lock` (if any), saying on stderr when it has to wait for another writer."""
+    if lock is None:
+        yield
+        return
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"rag: another process is writing the vector store ({lock.lock_file}); waiting for it",
+              file=sys.stderr, flush=True)
+        lock.acquire(timeout=_lock_timeout())
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -227,7 +266,7 @@ def _catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
     return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)
 
 
-def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool) -> IngestSummary:
+def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int) -> IngestSummary:
     settings = current_settings()
     instance = get_instance()
     fail_orphaned_runs(instance)
@@ -262,29 +301,82 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         before = {d.doc_path: d for d in stored.documents}
         waiting = {r.doc_path for r in todo}
         stages.refresh_catalog([r for r in seen.documents if r.doc_path not in waiting and before.get(r.doc_path) != r])
-    done = 0
     if todo:
         publish(ProgressEvent(OVERALL, 0, len(todo)))
-    for covered, run in materialize_documents(instance, [r.partition_key for r in todo], settings.documents_per_run):
-        done += covered
-        publish(ProgressEvent(OVERALL, done, len(todo)))
-        summary.run_ids.append(run.run_id)
-        meta = _materialization_metadata(run)
-        index_meta = meta.get("vector_index", {})
-        embed_meta = meta.get("chunk_embeddings", {})
-        summary.documents_processed += int(index_meta.get("documents_processed", 0))
-        summary.chunks_written += int(index_meta.get("vectors_written", 0))
-        summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
-        summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
-        summary.embeddings_reused += int(embed_meta.get("embeddings_reused", 0))
-        if not run.success:
-            summary.errors.append({"doc_path": "*", "error": f"run {run.run_id} failed: {_first_error(run)}"})
+    keys = [r.partition_key for r in todo]
+    if workers > 1 and len(todo) > 1:
+        _run_workers(instance, todo, workers, settings.documents_per_run, summary)
+    else:
+        done = 0
+        for covered, run in materialize_documents(instance, keys, settings.documents_per_run):
+            done += covered
+            publish(ProgressEvent(OVERALL, done, len(todo)))
+            _count_run(summary, run.run_id, _materialization_metadata(run), run.success, lambda: _first_error(run))
     failures = stages.failures([r.doc_path for r in todo]) if todo else {}
     failed = [r for r in todo if r.doc_path in failures and failures[r.doc_path]["source_hash"] == r.content_hash]
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     summary.documents_failed = len(summary.errors)
     summary.documents_unchanged = max(0, len(refs) - summary.documents_processed - len(failed))
     return summary
+
+
+def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], success: bool, error) -> None:
+    """Add one documents run's materialization metadata to the ingest's summary."""
+    summary.run_ids.append(run_id)
+    index_meta = meta.get("vector_index", {})
+    embed_meta = meta.get("chunk_embeddings", {})
+    summary.documents_processed += int(index_meta.get("documents_processed", 0))
+    summary.chunks_written += int(index_meta.get("vectors_written", 0))
+    summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
+    summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
+    summary.embeddings_reused += int(embed_meta.get("embeddings_reused", 0))
+    if not success:
+        summary.errors.append({"doc_path": "*", "error": f"run {run_id} failed: {error()}"})
+
+
+def _run_workers(
+    instance, todo: Sequence[DocumentRef], workers: int, per_run: int, summary: IngestSummary
+) -> None:
+    """The documents as contiguous ranges of about 1/workers of the work each (by bytes, at most
+    per_run documents), `workers` runs at a time through the instance's run launcher (fanout)."""
+    from .fanout import launch_document_runs
+
+    order = instance.get_dynamic_partitions(documents_partitions.name)
+    sizes = {r.partition_key: float(r.size_bytes) for r in todo}
+    plans = balanced_runs(order, sizes, workers, per_run)
+    total = len(todo)
+    done = 0
+
+    def finished(launched) -> None:
+        nonlocal done
+        done += len(launched.plan.keys)
+        publish(ProgressEvent(OVERALL, done, total))
+        error = lambda: _first_error_of(instance, launched.run_id)  # noqa: E731
+        _count_run(summary, launched.run_id, _instance_metadata(instance, launched.run_id),
+                   launched.status == dg.DagsterRunStatus.SUCCESS, error)
+
+    tags = {_HOST_TAG: socket.gethostname(), _PID_TAG: str(os.getpid())}
+    logging = {"loggers": {"console": {"config": {"log_level": _log_level()}}}}
+    launch_document_runs(instance, plans, workers, tags, run_config=logging, on_done=finished)
+
+
+def _instance_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict]:
+    """asset name -> metadata of its (first) materialization in a run launched elsewhere."""
+    out: dict[str, dict] = {}
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+        mat = record.dagster_event.step_materialization_data.materialization
+        out.setdefault(mat.asset_key.to_user_string(), {k: v.value for k, v in mat.metadata.items()})
+    return out
+
+
+def _first_error_of(instance: dg.DagsterInstance, run_id: str) -> str:
+    for record in instance.all_logs(run_id, of_type={dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}):
+        event = record.dagster_event
+        if event.is_step_failure and event.step_failure_data.user_failure_data is not None:
+            return event.step_failure_data.user_failure_data.description or event.message
+        if event.message:
+            return event.message
+    return "see the run's logs in the Dagster UI"
 
 
 @dataclass

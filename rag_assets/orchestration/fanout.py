@@ -1,0 +1,149 @@
+"""Fan-out: several document runs at once, launched through the instance's run launcher.
+
+`rag ingest --workers N` plans the stale documents as contiguous partition ranges and keeps up to N
+runs of the `ingest_documents` job in flight, exactly as the UI or the daemon would launch them:
+the code location is served by a gRPC code server (Dagster's own), and each run goes to the run
+launcher `dagster.yaml` configures (by default a local subprocess per run; in production a
+Kubernetes job, a Docker container, ...). The runs' processes share the state database
+(RAG_STATE_URL) and a Chroma server; per-document locks keep two runs off one document.
+
+A run whose process dies (killed, out of memory) is noticed here, marked failed, and its
+documents stay stale: the next ingest redoes them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import dagster as dg
+
+from .partition_ranges import RangeRun
+
+_TERMINAL = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+JOB_NAME = "ingest_documents"
+LOCATION = "rag_assets"
+
+
+@dataclass
+class LaunchedRun:
+    plan: RangeRun
+    run_id: str
+    status: dg.DagsterRunStatus | None = None
+    error: str = ""
+
+
+def launch_document_runs(
+    instance: dg.DagsterInstance,
+    plans: Sequence[RangeRun],
+    workers: int,
+    tags: dict[str, str],
+    run_config: dict | None = None,
+    on_done: Callable[[LaunchedRun], None] = lambda _run: None,
+    poll_seconds: float = 0.5,
+) -> list[LaunchedRun]:
+    """Run every plan as an `ingest_documents` run, at most `workers` at a time; returns them all
+    once each has ended (success, failure, or a dead worker marked failed)."""
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import ModuleTarget
+
+    target = ModuleTarget(module_name="rag_assets", attribute=None, working_directory=str(_PROJECT_ROOT),
+                          location_name=LOCATION)
+    pending, running, finished = list(plans), [], []
+    with WorkspaceProcessContext(instance, target, code_server_log_level="WARNING") as process_context:
+        workspace = process_context.create_request_context()
+        location = workspace.get_code_location(LOCATION)
+        (repository,) = location.get_repositories().values()
+        remote_job = repository.get_full_job(JOB_NAME)
+        # one execution plan serves every run: same job, same config; only the partition range differs
+        snapshot = location.get_execution_plan(
+            remote_job, run_config or {}, step_keys_to_execute=None, known_state=None, instance=instance
+        ).execution_plan_snapshot
+        # Launched from threads: the default launcher's code server answers a launch only once the
+        # new run process has started (seconds of imports), so launches in a row would stagger
+        # the runs by that much each.
+        launcher = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rag-launch")
+        launches: list[Future] = []
+        while pending or running:
+            while pending and len(running) < workers:
+                plan = pending.pop(0)
+                run = _create_run(instance, repository, remote_job, snapshot, {**tags, **plan.tags}, run_config or {})
+                launches.append(launcher.submit(instance.launch_run, run.run_id, workspace))
+                running.append(LaunchedRun(plan, run.run_id))
+            time.sleep(poll_seconds)
+            for launch in [f for f in launches if f.done()]:
+                launches.remove(launch)
+                launch.result()  # a launch that failed raises here (its run is marked failed by Dagster)
+            for launched in list(running):
+                run = instance.get_run_by_id(launched.run_id)
+                if run.status not in _TERMINAL and _worker_died(instance, run):
+                    instance.report_run_failed(run, "its worker process died (killed?); its documents are redone by the next ingest")
+                    run = instance.get_run_by_id(launched.run_id)
+                if run.status in _TERMINAL:
+                    launched.status = run.status
+                    running.remove(launched)
+                    finished.append(launched)
+                    on_done(launched)
+        launcher.shutdown(wait=True)
+    return finished
+
+
+def _create_run(instance, repository, remote_job, snapshot, tags: dict[str, str], run_config: dict) -> dg.DagsterRun:
+    """What `dagster job launch` does: the run (with its planned events) for a ready execution plan."""
+    return instance.create_run(
+        job_name=remote_job.name,
+        run_id=None,
+        run_config=run_config,
+        resolved_op_selection=remote_job.resolved_op_selection,
+        step_keys_to_execute=snapshot.step_keys_to_execute,
+        op_selection=None,
+        status=None,
+        root_run_id=None,
+        parent_run_id=None,
+        tags={**remote_job.tags, **tags},
+        job_snapshot=remote_job.job_snapshot,
+        execution_plan_snapshot=snapshot,
+        parent_job_snapshot=remote_job.parent_job_snapshot,
+        remote_job_origin=remote_job.get_remote_origin(),
+        job_code_origin=remote_job.get_python_origin(),
+        asset_selection=None,
+        asset_check_selection=None,
+        asset_graph=repository.asset_graph,
+    )
+
+
+def _worker_died(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
+    """A local run worker (the default launcher) whose process is gone while its run is unfinished.
+    Other launchers (Kubernetes, Docker) are watched by Dagster's own run monitoring instead."""
+    if run.status != dg.DagsterRunStatus.STARTED or run.tags.get("rag/host") != socket.gethostname():
+        return False
+    pid = _worker_pid(instance, run.run_id)
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    # a killed child stays a zombie until its parent (the code server) reaps it
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return False
+
+
+def _worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        data = record.dagster_event.event_specific_data if record.dagster_event else None
+        pid = getattr(data, "metadata", {}).get("pid") if data is not None else None
+        if pid is not None:
+            return int(pid.value)
+    return None

@@ -1,0 +1,91 @@
+"""The state database behind one interface: the same records, cache and generation on SQLite (the
+default) and on a real PostgreSQL server (RAG_STATE_URL)."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from rag_assets.config import Settings
+from rag_assets.embedding_cache import EmbeddingCache
+from rag_assets.errors import ConfigurationError
+from rag_assets.index_generation import bump_generation, read_generation
+from rag_assets.models import Catalog
+from rag_assets.stage_store import CHUNKS, INDEXED, StageStore
+from rag_assets.state_db import StateDB
+from rag_assets_tests.postgres_server import PG_BIN, createdb, postgres_server
+from rag_assets_tests.test_stage_store import ref
+
+
+@pytest.fixture(scope="module")
+def pg_base():
+    if PG_BIN is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
+    pytest.importorskip("psycopg2", reason="psycopg2 not installed (pip install -e '.[dev]')")
+    with postgres_server(databases=()) as base:
+        yield base
+
+
+_DATABASES = iter(range(1000))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def settings(request, tmp_path):
+    if request.param == "sqlite":
+        return Settings.from_env({}, state_dir=tmp_path / "state")
+    url = createdb(request.getfixturevalue("pg_base"), f"state_{next(_DATABASES)}")
+    return Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "state")
+
+
+def test_records_failures_catalog_cache_and_generation(settings):
+    stages = StageStore.for_settings(settings)
+    assert stages.db.is_sqlite == (settings.state_url is None)
+    stages.write_many(CHUNKS, [(f"d{i}.md", "h", [{"i": i, "text": "é ✓"}], "fp") for i in range(700)])
+    assert stages.read(CHUNKS, "d3.md")["payload"] == [{"i": 3, "text": "é ✓"}]
+    assert len(stages.headers()) == 700
+    stages.write(CHUNKS, "d3.md", "h2", [], "fp")  # an upsert, not a second row
+    assert stages.headers(["d3.md"])["d3.md"][CHUNKS] == ("h2", "fp")
+    stages.record_failure("d4.md", "h", INDEXED, "store down")
+    assert stages.failure("d4.md", "h")["error"] == "store down"
+    stages.write_catalog(Catalog("/docs", [ref("a.md"), ref("b.md")], []))
+    assert [d.doc_path for d in stages.read_catalog().documents] == ["a.md", "b.md"]
+
+    cache = EmbeddingCache.for_settings(settings)
+    cache.put_many("m", ["x", "y"], np.eye(2, 3, dtype=np.float32))
+    cache.put_many("m", ["x"], np.ones((1, 3), dtype=np.float32))  # the first writer's vector stays
+    assert np.array_equal(cache.get_many("m", ["x"])["x"], [1, 0, 0]) and cache.count("m") == 2
+
+    assert read_generation(settings) == "empty"
+    generation = bump_generation(settings)
+    assert read_generation(settings) == generation != "empty"
+
+
+def test_concurrent_writers_of_one_database(settings):
+    """Several threads (as several workers would) write records and vectors at once."""
+    errors = []
+
+    def worker(n: int) -> None:
+        try:
+            stages = StageStore.for_settings(settings)
+            cache = EmbeddingCache.for_settings(settings)
+            for i in range(30):
+                stages.write(CHUNKS, f"w{n}-{i}.md", "h", [], "fp")
+                cache.put_many("m", [f"shared-{i}", f"w{n}-{i}"], np.ones((2, 4), dtype=np.float32))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(StageStore.for_settings(settings).headers()) == 120
+    assert EmbeddingCache.for_settings(settings).count("m") == 30 + 120
+
+
+def test_a_bad_state_url_is_a_configuration_error(tmp_path):
+    with pytest.raises(ConfigurationError, match="RAG_STATE_URL"):
+        StateDB("not a url")
+    with pytest.raises(ConfigurationError, match="cannot open the state database"):
+        StateDB("postgresql+psycopg2://nobody@127.0.0.1:9/none?connect_timeout=2")
