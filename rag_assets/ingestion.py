@@ -150,7 +150,7 @@ def run_split(refs: Sequence[DocumentRef], stages: StageStore) -> StageReport:
 # 4-5. chunking and ids ------------------------------------------------------------------------
 def chunking_fingerprint(config: ChunkingConfig, encoding: str, model_name: str, max_input_tokens: int) -> str:
     return (
-        f"chunks-v1:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
+        f"chunks-v2:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
         f"{config.overlap_tokens}:{model_name}:{max_input_tokens}"
     )
 
