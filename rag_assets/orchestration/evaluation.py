@@ -12,6 +12,8 @@ import time
 
 import dagster as dg
 
+from rag_assets.modes import RetrievalMode
+
 from .assets import vector_index
 from .resources import EmbedderResource, VectorStoreResource, current_settings
 
@@ -27,7 +29,7 @@ PLOTTED = (
 class EvaluationConfig(dg.Config):
     eval_sets: list[str] = []  # JSONL files; [] = every *.jsonl under RAG_EVAL_DIR
     top_k: int = 0  # 0 = RAG_EVAL_TOP_K
-    modes: list[str] = ["vector", "keyword", "hybrid"]
+    modes: list[str] = list(RetrievalMode.names())
 
 
 @dg.asset(
@@ -117,7 +119,8 @@ def _worst_table(report, mode: str, n: int = 5) -> str:
 
 
 def _quality_check(report, settings) -> dg.AssetCheckResult:
-    mode = "hybrid" if "hybrid" in report.metrics else report.modes[0]
+    hybrid = RetrievalMode.HYBRID.value
+    mode = hybrid if hybrid in report.metrics else report.modes[0]
     value = float(report.metrics[mode].get(QUALITY_METRIC, 0.0))
     threshold = settings.eval_min_hybrid_recall_at_5
     return dg.AssetCheckResult(
