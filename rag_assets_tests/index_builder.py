@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from rag_assets.chunking import ChunkingConfig, chunk_document
 from rag_assets.config import Settings
 from rag_assets.discovery import discover
 from rag_assets.embedding import load_embedder
+from rag_assets.embedding_cache import EmbeddingCache
 from rag_assets.frontmatter import read_document
 from rag_assets.ids import assign_ids
 from rag_assets.index_generation import bump_generation
@@ -22,8 +25,14 @@ from rag_assets.store import ChromaStore
 from rag_assets.tokens import TokenCounter
 
 
-def build_index(docs_dir: Path | str | None, settings: Settings | None = None, *, embedder=None) -> dict:
-    """Index every markdown file of docs_dir (default: settings.docs_dir); returns small stats."""
+def build_index(
+    docs_dir: Path | str | None, settings: Settings | None = None, *, embedder=None, cache: EmbeddingCache | None = None
+) -> dict:
+    """Index every markdown file of docs_dir (default: settings.docs_dir); returns small stats.
+
+    With ``cache``, vectors are looked up by (model, content hash) first and only the missing ones
+    are embedded (benchmarks rebuild a corpus after a chunking change in seconds, not minutes).
+    """
     settings = settings or Settings.from_env()
     docs_dir = Path(docs_dir) if docs_dir is not None else settings.docs_dir
     embedder = embedder or load_embedder(settings)
@@ -37,7 +46,7 @@ def build_index(docs_dir: Path | str | None, settings: Settings | None = None, *
         doc = read_document(ref)
         blocks = split_markdown(doc.body)
         chunks = assign_ids(chunk_document(doc, blocks, counter, config, fits=embedder.fits))
-        vectors = embedder.embed_documents([c.index_text for c in chunks])
+        vectors = _embed(embedder, cache, chunks)
         store.replace_document(ref.doc_path, chunks, vectors)
         seen.add(ref.doc_path)
         chunks_total += len(chunks)
@@ -45,6 +54,18 @@ def build_index(docs_dir: Path | str | None, settings: Settings | None = None, *
         store.delete_document(stale)
     generation = bump_generation(settings.state_dir)
     return {"documents": len(seen), "chunks": chunks_total, "generation": generation}
+
+
+def _embed(embedder, cache: EmbeddingCache | None, chunks) -> np.ndarray:
+    if cache is None:
+        return embedder.embed_documents([c.index_text for c in chunks])
+    found = cache.get_many(embedder.model_name, [c.content_hash for c in chunks])
+    missing = list({c.content_hash: c for c in chunks if c.content_hash not in found}.values())
+    if missing:
+        vectors = embedder.embed_documents([c.index_text for c in missing])
+        cache.put_many(embedder.model_name, [c.content_hash for c in missing], vectors)
+        found.update(zip((c.content_hash for c in missing), vectors))
+    return np.vstack([found[c.content_hash] for c in chunks]) if chunks else np.empty((0, embedder.dimension), np.float32)
 
 
 def sample_env(root: Path) -> dict[str, str]:
