@@ -243,9 +243,17 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
 
 def _evaluate(args) -> int:
     from rag_assets.config import Settings
+    from rag_assets.evaluation.corpora import NO_EVAL_SET, main_eval_sets, parse_eval_corpora
     from rag_assets.orchestration.runs import evaluate
 
-    Settings.from_env()
+    settings = Settings.from_env()
+    try:
+        corpora = parse_eval_corpora(settings.eval_corpora)
+    except ValueError as exc:
+        raise ConfigurationError(f"RAG_EVAL_CORPORA: {exc}") from None
+    if not main_eval_sets(settings.eval_dir, args.eval_set or []) and not corpora:
+        print(f"rag: {NO_EVAL_SET.format(eval_dir=settings.eval_dir)}", file=sys.stderr)
+        return EXIT_USAGE
     if args.top_k and not _valid_count(args.top_k, "--top-k"):
         return EXIT_USAGE
     for path in args.eval_set or []:

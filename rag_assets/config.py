@@ -85,6 +85,8 @@ class Settings:
     # measured on the bundled set: hybrid section recall@5 = 0.76 (2026-11-23); minus a 0.06 margin
     eval_min_hybrid_recall_at_5: float = 0.70
     eval_check_severity: str = "WARN"  # WARN | ERROR
+    # extra labelled corpora scored on side indexes: "name=folder;name2=folder2" (rag_assets/evaluation/corpora.py)
+    eval_corpora: str = ""
     # answers (rag_assets.answer, `rag ask`): an OpenAI-compatible chat endpoint at OPENAI_BASE_URL with OPENAI_API_KEY
     chat_model: str = ""  # "" = gpt-4o-mini; set it (or OPENAI_BASE_URL) to have RAGPipeline.query() answer too
     chat_temperature: float = 0.3
@@ -202,6 +204,7 @@ ENV_VARS: dict[str, str] = {
     "eval_top_k": "RAG_EVAL_TOP_K",
     "eval_min_hybrid_recall_at_5": "RAG_EVAL_MIN_HYBRID_RECALL_AT_5",
     "eval_check_severity": "RAG_EVAL_CHECK_SEVERITY",
+    "eval_corpora": "RAG_EVAL_CORPORA",
     "chat_model": "RAG_CHAT_MODEL",
     "chat_temperature": "RAG_CHAT_TEMPERATURE",
     "chat_max_tokens": "RAG_CHAT_MAX_TOKENS",
