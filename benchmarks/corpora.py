@@ -3,7 +3,7 @@
 | name | docs | eval set | licence |
 |---|---|---|---|
 | claude-docs | data/docs (bundled) | data/eval/claude-docs.jsonl (100 questions) | MIT |
-| fastapi | ../shared/datasets/fastapi-docs/docs | its eval.jsonl (60 questions) | MIT |
+| fastapi | data/samples/fastapi/docs (bundled) | its eval.jsonl (60 questions) | MIT |
 | textbook | ../shared/corpora/physical-ai-textbook | benchmarks/textbook_eval.jsonl (40 questions) | none: read in place, never copied |
 
 `open_corpus(name)` returns a Retriever over that corpus's index in ``<workdir>/<name>/`` (Chroma,
@@ -37,8 +37,8 @@ class Corpus:
 
 CORPORA: dict[str, Corpus] = {
     "claude-docs": Corpus("claude-docs", ROOT / "data" / "docs", ROOT / "data" / "eval" / "claude-docs.jsonl"),
-    "fastapi": Corpus("fastapi", SHARED / "datasets" / "fastapi-docs" / "docs",
-                      SHARED / "datasets" / "fastapi-docs" / "eval.jsonl"),
+    "fastapi": Corpus("fastapi", ROOT / "data" / "samples" / "fastapi" / "docs",
+                      ROOT / "data" / "samples" / "fastapi" / "eval.jsonl"),
     "textbook": Corpus("textbook", SHARED / "corpora" / "physical-ai-textbook", HERE / "textbook_eval.jsonl"),
 }
 
@@ -81,6 +81,21 @@ def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = F
         cache.close()
     retriever.keyword.ensure_current()
     return retriever, built
+
+
+def report_main(description: str, run, argv: list[str] | None = None) -> int:
+    """A benchmark's command line: ``run(workdir) -> markdown`` printed, and written with --markdown FILE."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--workdir", default=str(DEFAULT_WORKDIR))
+    parser.add_argument("--markdown", help="also write the tables to this file")
+    args = parser.parse_args(argv)
+    text = run(Path(args.workdir))
+    print(text)
+    if args.markdown:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":  # build (or refresh) every corpus index: python benchmarks/corpora.py [--rebuild]

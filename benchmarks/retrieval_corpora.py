@@ -1,7 +1,7 @@
 """Every retrieval mode on every development corpus: the per-corpus table of issue #10.
 
     python benchmarks/retrieval_corpora.py [--workdir /tmp/rag-corpora] [--corpora claude-docs,fastapi,textbook]
-        [--modes vector,keyword,hybrid] [--json] [--worst N]
+        [--modes vector,keyword,hybrid] [--set RAG_MAX_RESULTS_PER_PAGE=0 ...] [--json] [--worst N]
 
 Indexes come from benchmarks/corpora.py (built once into --workdir, embeddings cached). Scoring is
 the project's evaluation (rag_assets.evaluation, the section rule of ../shared/README.md): each
@@ -48,13 +48,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", default=",".join(CORPORA))
     parser.add_argument("--modes", default="vector,keyword,hybrid")
     parser.add_argument("--worst", type=int, default=0, help="also list the N worst hybrid questions per corpus")
+    parser.add_argument("--set", action="append", default=[], metavar="VAR=VALUE",
+                        help="a RAG_* setting for this run (e.g. RAG_FUSION=rrf); repeatable")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     modes = args.modes.split(",")
+    overrides = _overrides(args.set)
     results: dict[str, dict[str, dict[str, float]]] = {}
     for name in args.corpora.split(","):
-        retriever, _ = open_corpus(name, Path(args.workdir))
+        retriever, _ = open_corpus(name, Path(args.workdir), **overrides)
         report = score_corpus(retriever, name, modes)
         results[name] = {m: {c: report.metrics[m][c] for c in COLUMNS} for m in modes}
         if args.worst and not args.json:
@@ -65,6 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(markdown_table(results, modes))
     return 0
+
+
+def _overrides(pairs: list[str]) -> dict:
+    """RAG_* VAR=VALUE pairs as Settings field overrides (typed and validated by Settings)."""
+    from rag_assets.config import ENV_VARS, Settings
+
+    env = dict(pair.split("=", 1) for pair in pairs)
+    fields = {var: name for name, var in ENV_VARS.items()}
+    unknown = set(env) - set(fields)
+    if unknown:
+        raise SystemExit(f"unknown settings: {', '.join(sorted(unknown))}")
+    parsed = Settings.from_env(env)
+    return {fields[var]: getattr(parsed, fields[var]) for var in env}
 
 
 if __name__ == "__main__":
