@@ -7,8 +7,8 @@
   past the cap are deferred, not dropped: they fill the list only when nothing else is left.
 
 Measured on the three development corpora (benchmarks/retrieval_corpora.md): collapsing costs no
-recall and raises the distinct pages in a top 10; a cap of 4 keeps recall within a question of no
-cap, a cap of 2 costs up to 0.07 R@5.
+recall and lifts the distinct pages in a hybrid top 10 (3.6 -> 5.0 on the Claude docs); a cap of 4
+adds ~0.8 page for at most 0.008 R@5; a cap of 2 costs up to 0.125 R@5.
 """
 
 from __future__ import annotations

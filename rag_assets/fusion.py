@@ -60,9 +60,10 @@ def convex(
             + keyword_weight * standardise(keyword, keyword_reference)) / total
 
 
-# A list's first result is "confident" when the runner-up is this far below it, relative to it:
-# BM25 8.9 vs 3.5 (0.61) is an exact rare term; a cosine lead of 0.15 x the top is rare (< 1% of
-# the development questions). Such a hit is kept within the fused top KEEP_WITHIN.
+# A list's first result is "confident" when the runner-up is this far below it, relative to it
+# (BM25 8.9 vs 3.5 = 0.61 is an exact rare term). Such a hit is kept within the fused top KEEP_WITHIN.
+# On the development corpora the guard never moves a result under convex fusion (z-scores already keep
+# such hits on top); it is the rule's guarantee, and it matters for RRF and for small lists.
 CONFIDENT_GAP_DENSE = 0.15
 CONFIDENT_GAP_KEYWORD = 0.4
 KEEP_WITHIN = 3
