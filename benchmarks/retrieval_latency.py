@@ -11,8 +11,8 @@ rag_assets_tests/index_builder.build_index, then replicated into a new Chroma co
 - the index generation of the size's state folder is bumped, so the keyword index is (re)built by the
   project's own code on first use, exactly as after an ingest.
 
-Queries go through the project's own ``Retriever`` (default settings: hybrid = adaptive RRF, candidate
-depth max(50, 5*top_k)), top_k = 5, over the 100 questions of data/eval/claude-docs.jsonl (--passes
+Queries go through the project's own ``Retriever`` (default settings: hybrid = z-scored convex fusion,
+heading second stage on the top 30, diversity; candidate depth max(50, 5*top_k)), top_k = 5, over the 100 questions of data/eval/claude-docs.jsonl (--passes
 times each, default 2 -> 200 samples per mode), with the per-process query-embedding cache emptied
 before every query, so every measured query embeds its text (asserted from the cache's miss count).
 Reported: p50 / p95 / max after a warm-up, plus the same for the parts of a hybrid query (query
@@ -308,13 +308,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from rag_assets.embedding import load_embedder
 
-    sys.path.insert(0, str(HERE))
-    from retrieval_quality import load_eval
+    from rag_assets.evaluation import load_eval_set
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     embedder = load_embedder(_settings(workdir, "source"))
-    questions = [i["question"] for i in load_eval(ROOT / "data" / "eval" / "claude-docs.jsonl")][: args.queries]
+    questions = [q.question for q in load_eval_set(ROOT / "data" / "eval" / "claude-docs.jsonl").questions][: args.queries]
     source = ensure_source(workdir, embedder, args.source_chroma)
     results = {"machine": machine(), "source_chunks": len(source), "sizes": {}}
     for size in [int(s) for s in args.sizes.split(",")]:

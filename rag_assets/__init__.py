@@ -16,6 +16,7 @@ _LAZY = {
     "RAGPipeline": "rag_assets.pipeline",
     "RetrieveRequest": "rag_assets.pipeline",
     "RAGContext": "rag_assets.pipeline",
+    "RetrievalMode": "rag_assets.modes",
     "answer_question": "rag_assets.answer",
     "Answer": "rag_assets.answer",
 }

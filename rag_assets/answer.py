@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_assets.config import ENV_VARS, Settings
 from rag_assets.errors import ConfigurationError, RagError
+from rag_assets.modes import RetrievalMode
 from rag_assets.openai_errors import describe, error_message, retry_after
 
 if TYPE_CHECKING:
@@ -382,7 +383,7 @@ def answer_question(
     settings: Settings | None = None,
     context_key: str | None = None,
     min_relevance: float | None = None,
-    mode: str = "hybrid",
+    mode: str = RetrievalMode.HYBRID.value,
     llm: ChatLLM | None = None,
 ) -> Answer:
     """Retrieve up to max_sources chunks and answer from them with [Source N] citations.

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rag_assets.markup import indexable_text, strip_heading_attributes
 from rag_assets.models import Block, BlockType, Chunk, ParsedDocument
 from rag_assets.tokens import TokenCounter
 
@@ -64,16 +65,20 @@ class ChunkingConfig:
 
 
 def build_index_text(title: str, breadcrumb: list[str], text: str) -> str:
-    """What is embedded and keyword-indexed: ``title > h1 > h2`` header, blank line, chunk text."""
-    title = " ".join(title.split())
+    """What is embedded and keyword-indexed: ``title > h1 > h2`` header, blank line, chunk text.
+
+    Markup that is not prose (heading attributes, include directives: rag_assets.markup) is left out.
+    """
+    title = " ".join(strip_heading_attributes(title).split())
+    text = indexable_text(text)
     parts = [title] if title else []
     for entry in breadcrumb:
-        entry = " ".join(entry.split())
+        entry = " ".join(strip_heading_attributes(entry).split())
         # The page's H1 usually repeats the title; saying it twice only skews both retrievers.
         if entry and entry.casefold() != title.casefold():
             parts.append(entry)
     header = " > ".join(parts)
-    return f"{header}\n\n{text}" if header else text
+    return f"{header}\n\n{text}" if header and text else header or text
 
 
 def chunk_document(
@@ -133,11 +138,12 @@ def _sections(blocks: list[Block]) -> list[_Section]:
     for block in blocks:
         if block.type is BlockType.HEADING:
             level = block.heading_level or 1
+            title = strip_heading_attributes(block.text)
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            stack.append((level, block.text))
-            line = f"{'#' * level} {block.text}".rstrip()
-            sections.append(_Section(line, block.text, [t for _, t in stack], []))
+            stack.append((level, title))
+            line = f"{'#' * level} {block.text}".rstrip()  # the stored text keeps the source line
+            sections.append(_Section(line, title, [t for _, t in stack], []))
         else:
             sections[-1].body.append(block)
     return sections
@@ -505,7 +511,7 @@ def _scalar(value: Any) -> str | int | float | bool | None:
 def _document_metadata(doc: ParsedDocument) -> dict[str, Any]:
     """Document fields every chunk carries: title/description/tags plus scalar frontmatter keys."""
     meta: dict[str, Any] = {
-        "title": doc.title,
+        "title": strip_heading_attributes(doc.title),
         "description": doc.description,
         "tags": ", ".join(str(t) for t in doc.tags),
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
+from rag_assets.modes import MAX_TOP_K, RetrievalMode, validate_top_k
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
 
@@ -50,9 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="?", help="the question (omit with --batch)")
     p.add_argument("--batch", metavar="FILE.jsonl",
                    help='one JSON object a line with "id" and "question" (or "query"); prints one JSON line per input')
-    p.add_argument("--mode", choices=["vector", "keyword", "hybrid"], default=None,
+    p.add_argument("--mode", choices=RetrievalMode.names(), default=None,
                    help="retrieval mode (default: RAG_RETRIEVAL_MODE or hybrid)")
-    p.add_argument("--top-k", type=int, default=5, help="results per question, 1-100 (default 5)")
+    p.add_argument("--top-k", type=int, default=5, help=f"results per question, 1-{MAX_TOP_K} (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser(
@@ -63,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                     "Exit 1 when the chat model failed (the sources are still printed).",
     )
     p.add_argument("question", help="the question")
-    p.add_argument("--max-sources", type=int, default=5, help="sources retrieved and cited, 1-100 (default 5)")
+    p.add_argument("--max-sources", type=int, default=5, help=f"sources retrieved and cited, 1-{MAX_TOP_K} (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("evaluate", help="score retrieval on the eval sets (materializes retrieval_evaluation)")
@@ -186,8 +187,7 @@ def _query(args) -> int:
     if (args.text is None) == (args.batch is None):
         print("rag: query needs either a question or --batch FILE.jsonl (not both)", file=sys.stderr)
         return EXIT_USAGE
-    if not 1 <= args.top_k <= 100:
-        print("rag: --top-k must be between 1 and 100", file=sys.stderr)
+    if not _valid_count(args.top_k, "--top-k"):
         return EXIT_USAGE
     if args.batch is not None:
         batch = Path(args.batch)
@@ -202,7 +202,7 @@ def _query(args) -> int:
     except InvalidQueryError as exc:
         print(f"rag: invalid query: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    mode = args.mode or pipeline.settings.retrieval_mode
+    mode = RetrievalMode.parse(args.mode, pipeline.settings.retrieval_mode)
     threshold = pipeline.settings.min_relevance
     relevance = [r.relevance for r in results if r.relevance is not None]
     avg = sum(relevance) / len(relevance) if relevance else 0.0
@@ -216,7 +216,7 @@ def _query(args) -> int:
     else:
         for rank, r in enumerate(results, 1):
             crumb = r.heading_breadcrumb or r.section
-            rel = f" cos {r.relevance:.3f}" if r.relevance is not None and mode != "vector" else ""
+            rel = f" cos {r.relevance:.3f}" if r.relevance is not None and mode is not RetrievalMode.VECTOR else ""
             print(f"{rank}. [{r.score:.3f}{rel}] {r.doc_path} — {crumb}")
             snippet = " ".join(r.text.split())[:240]
             print(f"   {snippet}")
@@ -272,8 +272,7 @@ def _ask(args) -> int:
     from rag_assets.answer import answer_question
     from rag_assets.errors import InvalidQueryError
 
-    if not 1 <= args.max_sources <= 100:
-        print("rag: --max-sources must be between 1 and 100", file=sys.stderr)
+    if not _valid_count(args.max_sources, "--max-sources"):
         return EXIT_USAGE
     try:
         result = answer_question(args.question, args.max_sources)
@@ -307,11 +306,18 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
 
 def _evaluate(args) -> int:
     from rag_assets.config import Settings
+    from rag_assets.evaluation.corpora import NO_EVAL_SET, main_eval_sets, parse_eval_corpora
     from rag_assets.orchestration.runs import evaluate
 
-    Settings.from_env()
-    if args.top_k and not 1 <= args.top_k <= 100:
-        print("rag: --top-k must be between 1 and 100", file=sys.stderr)
+    settings = Settings.from_env()
+    try:
+        corpora = parse_eval_corpora(settings.eval_corpora)
+    except ValueError as exc:
+        raise ConfigurationError(f"RAG_EVAL_CORPORA: {exc}") from None
+    if not main_eval_sets(settings.eval_dir, args.eval_set or []) and not corpora:
+        print(f"rag: {NO_EVAL_SET.format(eval_dir=settings.eval_dir)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.top_k and not _valid_count(args.top_k, "--top-k"):
         return EXIT_USAGE
     for path in args.eval_set or []:
         if not Path(path).is_file():
@@ -330,7 +336,7 @@ def _evaluate(args) -> int:
                    "run_id": outcome.run_id, "rows": rows}
         print(json.dumps(payload, indent=2, default=_jsonable, ensure_ascii=False))
     else:
-        names = [m for m in ("vector", "keyword", "hybrid") if m in modes] + [m for m in modes if m not in ("vector", "keyword", "hybrid")]
+        names = [m for m in RetrievalMode.names() if m in modes] + [m for m in modes if m not in RetrievalMode.names()]
         print(f"{outcome.summary.get('questions')} questions, top_k={outcome.summary.get('top_k')} (run {outcome.run_id})")
         print(f"{'metric':34}" + "".join(f"{m:>10}" for m in names))
         for metric in _EVAL_TABLE:
@@ -349,6 +355,15 @@ def _evaluate(args) -> int:
         print(f"check {name}: {status}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
         failed_errors += (not check["passed"]) and check["severity"] == "ERROR"
     return EXIT_PARTIAL if failed_errors else EXIT_OK
+
+
+def _valid_count(value: int, flag: str) -> bool:
+    try:
+        validate_top_k(value, flag)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _jsonable(value):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rag_assets.errors import ConfigurationError
+from rag_assets.modes import FusionMethod, RetrievalMode
 
 LOCAL_EMBEDDER = "local"
 OPENAI_EMBEDDER = "openai"
@@ -83,10 +84,13 @@ class Settings:
     openai_breaker_failures: int = 2
     openai_breaker_cooldown_seconds: float = 30.0
     # retrieval
-    retrieval_mode: str = "hybrid"  # vector | keyword | hybrid
+    retrieval_mode: str = RetrievalMode.HYBRID.value  # a RetrievalMode name
+    fusion: str = FusionMethod.CONVEX.value  # hybrid: convex (z-scored scores, weighted) or rrf (rag_assets/fusion.py)
     rrf_k: int = 60  # Reciprocal Rank Fusion constant: score = sum of w / (k + rank)
-    dense_weight: float = 1.0  # hybrid: scaled per query by fusion.adaptive_weights (list confidence)
+    dense_weight: float = 1.0  # hybrid: weight of the dense list (rrf: scaled per query by list confidence)
     keyword_weight: float = 1.0
+    heading_weight: float = 0.15  # hybrid second stage: weight of the query/heading match (0 = off)
+    max_results_per_page: int = 4  # results from one page before other pages come first (0 = no cap)
     # mean dense cosine of the top candidates under which a retrieve() returns nothing; calibrated
     # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (eval min 0.30, off-topic median 0.18)
     min_relevance: float = 0.25
@@ -95,9 +99,11 @@ class Settings:
     query_cache_size: int = 256
     # evaluation
     eval_top_k: int = 10
-    # measured on the bundled set: hybrid section recall@5 = 0.76 (2026-11-23); minus a 0.06 margin
-    eval_min_hybrid_recall_at_5: float = 0.70
+    # measured on the bundled set: hybrid section recall@5 = 0.81 (2026-11-23, issue #10); minus a 0.06 margin
+    eval_min_hybrid_recall_at_5: float = 0.75
     eval_check_severity: str = "WARN"  # WARN | ERROR
+    # extra labelled corpora scored on side indexes: "name=folder;name2=folder2" (rag_assets/evaluation/corpora.py)
+    eval_corpora: str = ""
     # answers (rag_assets.answer, `rag ask`): an OpenAI-compatible chat endpoint at OPENAI_BASE_URL with OPENAI_API_KEY
     chat_model: str = ""  # "" = gpt-4o-mini; set it (or OPENAI_BASE_URL) to have RAGPipeline.query() answer too
     chat_temperature: float = 0.3
@@ -158,8 +164,18 @@ class Settings:
                 raise ConfigurationError(f"{ENV_VARS[name]} must be a positive integer, got {getattr(self, name)}")
         if self.dense_weight < 0 or self.keyword_weight < 0 or self.dense_weight + self.keyword_weight == 0:
             raise ConfigurationError("RAG_DENSE_WEIGHT and RAG_KEYWORD_WEIGHT must be >= 0 and not both 0")
-        if self.retrieval_mode not in ("vector", "keyword", "hybrid"):
-            raise ConfigurationError(f"RAG_RETRIEVAL_MODE must be vector, keyword or hybrid, got {self.retrieval_mode!r}")
+        try:
+            FusionMethod.parse(self.fusion)
+        except ValueError as exc:
+            raise ConfigurationError(f"RAG_FUSION: {exc}") from None
+        if self.heading_weight < 0:
+            raise ConfigurationError(f"RAG_HEADING_WEIGHT must be >= 0, got {self.heading_weight}")
+        if self.max_results_per_page < 0:
+            raise ConfigurationError(f"RAG_MAX_RESULTS_PER_PAGE must be >= 0 (0 = no cap), got {self.max_results_per_page}")
+        try:
+            RetrievalMode.parse(self.retrieval_mode)
+        except ValueError as exc:
+            raise ConfigurationError(f"RAG_RETRIEVAL_MODE: {exc}") from None
         if self.eval_check_severity.upper() not in ("WARN", "ERROR"):
             raise ConfigurationError(f"RAG_EVAL_CHECK_SEVERITY must be WARN or ERROR, got {self.eval_check_severity!r}")
         if self.embedder not in (LOCAL_EMBEDDER, OPENAI_EMBEDDER):
@@ -209,9 +225,12 @@ ENV_VARS: dict[str, str] = {
     "openai_breaker_failures": "RAG_OPENAI_BREAKER_FAILURES",
     "openai_breaker_cooldown_seconds": "RAG_OPENAI_BREAKER_COOLDOWN_SECONDS",
     "retrieval_mode": "RAG_RETRIEVAL_MODE",
+    "fusion": "RAG_FUSION",
     "rrf_k": "RAG_RRF_K",
     "dense_weight": "RAG_DENSE_WEIGHT",
     "keyword_weight": "RAG_KEYWORD_WEIGHT",
+    "heading_weight": "RAG_HEADING_WEIGHT",
+    "max_results_per_page": "RAG_MAX_RESULTS_PER_PAGE",
     "min_relevance": "RAG_MIN_RELEVANCE",
     "max_query_chars": "RAG_MAX_QUERY_CHARS",
     "query_cache_ttl_seconds": "RAG_QUERY_CACHE_TTL_SECONDS",
@@ -219,6 +238,7 @@ ENV_VARS: dict[str, str] = {
     "eval_top_k": "RAG_EVAL_TOP_K",
     "eval_min_hybrid_recall_at_5": "RAG_EVAL_MIN_HYBRID_RECALL_AT_5",
     "eval_check_severity": "RAG_EVAL_CHECK_SEVERITY",
+    "eval_corpora": "RAG_EVAL_CORPORA",
     "chat_model": "RAG_CHAT_MODEL",
     "chat_temperature": "RAG_CHAT_TEMPERATURE",
     "chat_max_tokens": "RAG_CHAT_MAX_TOKENS",

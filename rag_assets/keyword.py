@@ -5,11 +5,16 @@ What is indexed: for every chunk in the Chroma collection, the same text that is
 or more characters, snake_case/dotted identifiers also split into their parts, English stopwords
 dropped, Snowball English stemming). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
 
+Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
+the re-scoring stage matches the query against) and a row table: per chunk its doc_path, its
+section key (doc_path + breadcrumb) and a key of its normalised text. Ranking (fusion, re-scoring,
+diversity) then runs on rows in memory; Chroma is asked only for the texts of the final results.
+
 Persistence: ``<state_dir>/keyword/<collection>/`` holds one folder per build plus ``CURRENT``
-(atomically replaced) naming the active one. A build folder holds the bm25s index, the chunk ids
-in index order, the chunks' stored embeddings (float32, memory-mapped on load: they give the dense
-cosine of keyword-only hits without another store round trip) and ``meta.json`` with the index
-generation and the Chroma collection id it was built from. A process loads the persisted build when
+(atomically replaced) naming the active one. A build folder holds the two bm25s indexes, the chunk
+ids in index order, the row table, the chunks' stored embeddings (float32, memory-mapped on load:
+they give the dense cosine of keyword-only hits without another store round trip) and
+``meta.json`` with the index generation and the Chroma collection id it was built from. A process loads the persisted build when
 both still match, and rebuilds (streaming the chunks from ``ChromaStore.iter_all``, under a file
 lock so concurrent processes build once) only when the generation changed. Each search re-reads
 the generation (one small file) so an ingest in another process is noticed on the next query.
@@ -17,6 +22,7 @@ the generation (one small file) so an ingest in another process is noticed on th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -31,13 +37,13 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from rag_assets.chunking import build_index_text
-from rag_assets.index_generation import read_generation
+from rag_assets.index_watch import current_generation
 from rag_assets.store import ChromaStore
 
 log = logging.getLogger(__name__)
 
 # Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
-FORMAT_VERSION = "kw-v1"
+FORMAT_VERSION = "kw-v2"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SUBWORD_SPLIT = re.compile(r"[_]+")
@@ -87,11 +93,38 @@ def tokenize(text: str) -> list[str]:
     return _STEMMER(words) if words else []
 
 
+def _breadcrumb(metadata: dict) -> list[str]:
+    crumb = str(metadata.get("heading_breadcrumb") or "")
+    return [p for p in crumb.split(" > ") if p] if crumb else []
+
+
 def chunk_index_text(text: str, metadata: dict) -> str:
     """The text a stored chunk was embedded from, rebuilt from its stored metadata."""
-    crumb = str(metadata.get("heading_breadcrumb") or "")
-    breadcrumb = [p for p in crumb.split(" > ") if p] if crumb else []
-    return build_index_text(str(metadata.get("title") or ""), breadcrumb, text or "")
+    return build_index_text(str(metadata.get("title") or ""), _breadcrumb(metadata), text or "")
+
+
+def chunk_headings_text(metadata: dict) -> str:
+    """A chunk's ``title > h1 > h2`` header alone (what the heading index holds)."""
+    return build_index_text(str(metadata.get("title") or ""), _breadcrumb(metadata), "")
+
+
+def text_key(text: str) -> str:
+    """Equal for chunk texts that differ only in case and whitespace (duplicate detection)."""
+    return hashlib.sha1(" ".join((text or "").split()).casefold().encode("utf-8")).hexdigest()[:16]
+
+
+def section_key(metadata: dict) -> str:
+    """One value per section of one page: doc_path + the heading path."""
+    return f"{metadata.get('doc_path', '')}#{metadata.get('heading_breadcrumb', '')}"
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """What ranking needs to know about a chunk, held in memory for every chunk."""
+
+    doc_path: str
+    section: str  # section_key
+    text: str  # text_key
 
 
 class KeywordIndex:
@@ -106,6 +139,8 @@ class KeywordIndex:
         self.loads = 0  # persisted builds loaded from disk by this object
         self._generation: str | None = None
         self._bm25 = None
+        self._headings = None  # bm25s over chunk headers only
+        self._table: list[ChunkRow] = []
         self._ids: list[str] = []
         self._rows: dict[str, int] = {}
         self._embeddings: np.ndarray | None = None
@@ -121,22 +156,42 @@ class KeywordIndex:
 
     def ensure_current(self) -> None:
         """Make the in-memory index match the current generation: keep, load from disk, or rebuild."""
-        generation = read_generation(self.state_dir)
+        generation = current_generation(self.state_dir)
         if self._bm25 is not None and generation == self._generation:
             return
         if self._load(generation):
             return
         self._build_locked(generation)
 
-    def search(self, query: str, top_k: int) -> list[KeywordHit]:
+    def scores(self, query: str) -> np.ndarray | None:
+        """BM25 score of every indexed chunk (row order), or None when no query term is indexed."""
         self.ensure_current()
-        if not self._ids or self._bm25 is None:
+        return _all_scores(self._bm25, query) if self._ids else None
+
+    def heading_scores(self, query: str, rows: Sequence[int]) -> np.ndarray:
+        """BM25 of the query against the headers (title > h1 > h2) of the given rows."""
+        self.ensure_current()
+        scores = _all_scores(self._headings, query) if self._ids and self._headings is not None else None
+        if scores is None:
+            return np.zeros(len(rows), dtype=np.float32)
+        return scores[np.asarray(rows, dtype=np.int64)]
+
+    # Row lookups below read the build loaded by the last scores()/search()/ensure_current() call:
+    # one query asks them many times and must see one consistent build.
+    def row(self, chunk_id: str) -> int | None:
+        """The chunk's row in this index (None when it is not indexed)."""
+        return self._rows.get(chunk_id)
+
+    def chunk_id(self, row: int) -> str:
+        return self._ids[row]
+
+    def table(self, row: int) -> ChunkRow:
+        return self._table[row]
+
+    def search(self, query: str, top_k: int) -> list[KeywordHit]:
+        scores = self.scores(query)
+        if scores is None:
             return []
-        vocab = self._bm25.vocab_dict
-        term_ids = [vocab[t] for t in tokenize(query) if t in vocab]
-        if not term_ids:
-            return []
-        scores = np.asarray(self._bm25.get_scores_from_ids(term_ids), dtype=np.float32)
         k = min(top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         # by score, ties by index order (stable and deterministic)
@@ -181,17 +236,19 @@ class KeywordIndex:
             if not self._matches(meta, generation):
                 return False
             ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-            bm25 = None
+            table = [ChunkRow(*row) for row in json.loads((folder / "rows.json").read_text(encoding="utf-8"))]
+            bm25 = headings = None
             if ids:
                 import bm25s
 
                 bm25 = bm25s.BM25.load(str(folder / "bm25"), load_vocab=True, show_progress=False)
+                headings = bm25s.BM25.load(str(folder / "headings"), load_vocab=True, show_progress=False)
             emb_path = folder / "embeddings.npy"
             embeddings = np.load(emb_path, mmap_mode="r") if emb_path.exists() else None
-        except (OSError, ValueError, KeyError) as exc:  # a half-deleted or foreign folder: rebuild
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a half-deleted or foreign folder: rebuild
             log.warning("keyword index at %s unreadable (%s); rebuilding", folder, exc)
             return False
-        self._install(generation, bm25, ids, embeddings, meta)
+        self._install(generation, bm25, headings, ids, table, embeddings, meta)
         self.loads += 1
         return True
 
@@ -205,31 +262,36 @@ class KeywordIndex:
             self._build(generation)
 
     def _build(self, generation: str) -> None:
-        import bm25s
-
         start = time.perf_counter()
         ids: list[str] = []
         corpus: list[list[str]] = []
+        heading_corpus: list[list[str]] = []
+        table: list[ChunkRow] = []
         vectors: list[np.ndarray] = []
         model = None
         for row in self.store.iter_all(include_embeddings=True):
             cid, text, meta, emb = row
+            meta = meta or {}
             ids.append(cid)
-            corpus.append(tokenize(chunk_index_text(text, meta or {})))
+            corpus.append(tokenize(chunk_index_text(text, meta)))
+            heading_corpus.append(tokenize(chunk_headings_text(meta)))
+            table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text)))
             vectors.append(np.asarray(emb, dtype=np.float32))
-            model = model or (meta or {}).get("embedding_model")
+            model = model or meta.get("embedding_model")
         folder_name = f"build-{generation[:16]}-{uuid.uuid4().hex[:8]}"
         folder = self.root / folder_name
         tmp = self.root / f".tmp-{folder_name}"
         tmp.mkdir(parents=True)
-        bm25 = None
+        bm25 = headings = None
         try:
             if ids:
-                bm25 = bm25s.BM25()
-                bm25.index(corpus, show_progress=False)
+                bm25 = _bm25_index(corpus)
                 bm25.save(str(tmp / "bm25"), show_progress=False)
+                headings = _bm25_index(heading_corpus)
+                headings.save(str(tmp / "headings"), show_progress=False)
                 np.save(tmp / "embeddings.npy", np.vstack(vectors).astype(np.float32))
             (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
+            (tmp / "rows.json").write_text(json.dumps([list(r.__dict__.values()) for r in table]), encoding="utf-8")
             meta = {
                 "format": FORMAT_VERSION,
                 "generation": generation,
@@ -253,7 +315,7 @@ class KeywordIndex:
         self.builds += 1
         log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
         embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
-        self._install(generation, bm25, ids, embeddings, meta)
+        self._install(generation, bm25, headings, ids, table, embeddings, meta)
 
     def _remove_old(self, keep: str) -> None:
         for path in self.root.iterdir():
@@ -261,13 +323,32 @@ class KeywordIndex:
                 # a .tmp- folder of a live builder is protected by the lock we hold
                 shutil.rmtree(path, ignore_errors=True)
 
-    def _install(self, generation: str, bm25, ids: Sequence[str], embeddings, meta: dict) -> None:
+    def _install(self, generation: str, bm25, headings, ids: Sequence[str], table, embeddings, meta: dict) -> None:
         self._bm25 = bm25 if bm25 is not None else _EMPTY
+        self._headings = headings
+        self._table = list(table)
         self._ids = list(ids)
         self._rows = {cid: i for i, cid in enumerate(self._ids)}
         self._embeddings = embeddings
         self._meta = meta
         self._generation = generation
+
+
+def _bm25_index(corpus: list[list[str]]):
+    import bm25s
+
+    index = bm25s.BM25()
+    # a chunk with no term (e.g. a header-less chunk for the heading index) still needs a row
+    index.index([doc or ["\x00"] for doc in corpus], show_progress=False)
+    return index
+
+
+def _all_scores(bm25, query: str) -> np.ndarray | None:
+    vocab = bm25.vocab_dict
+    term_ids = [vocab[t] for t in tokenize(query) if t in vocab]
+    if not term_ids:
+        return None
+    return np.asarray(bm25.get_scores_from_ids(term_ids), dtype=np.float32)
 
 
 class _Empty:

@@ -34,14 +34,14 @@ from typing import Any
 
 from rag_assets.config import Settings
 from rag_assets.errors import VectorDBUnavailableError
-from rag_assets.index_generation import read_generation
+from rag_assets.index_watch import current_generation
 from rag_assets.query_cache import GenerationCache
-from rag_assets.retrieval import Retriever, SearchResult, normalise_mode, validate_query
+from rag_assets.modes import RetrievalMode, validate_top_k
+from rag_assets.retrieval import Retriever, SearchResult, validate_query
 
 log = logging.getLogger(__name__)
 
 PIPELINE_TYPE = "rag_assets.retrieval"
-MAX_TOP_K = 100
 # stored chunk metadata that is bookkeeping, not something a consumer cites
 _INTERNAL_KEYS = {"content_hash", "embedding_model", "token_count", "oversized", "chunk_index"}
 
@@ -124,19 +124,19 @@ class RAGPipeline:
 
         This is the ``search(question, mode, top_k)`` callable the evaluation uses.
         """
-        _check_top_k(top_k)
+        validate_top_k(top_k)
         return self._guard(self.retriever.search, query, mode, top_k)
 
     def retrieve(self, request: RetrieveRequest) -> RAGContext:
         start = time.perf_counter()
         query = validate_query(request.query, self.settings.max_query_chars)
-        mode = normalise_mode(request.mode, self.settings.retrieval_mode)
-        _check_top_k(request.max_chunks, name="max_chunks")
+        mode = RetrievalMode.parse(request.mode, self.settings.retrieval_mode)
+        validate_top_k(request.max_chunks, name="max_chunks")
         min_relevance = self.settings.min_relevance if request.min_relevance is None else float(request.min_relevance)
         if not -1.0 <= min_relevance <= 1.0:
             raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {min_relevance}")
 
-        generation = read_generation(self.settings.state_dir)
+        generation = current_generation(self.settings.state_dir)
         key = (query, request.context_key, mode, int(request.max_chunks), min_relevance)
         hit = self._cache.get(key, generation)
         if hit is not None:
@@ -184,8 +184,8 @@ class RAGPipeline:
         method or top_k outside 1..100.
         """
         start = time.perf_counter()
-        _check_top_k(top_k)
-        method = normalise_mode(method, self.settings.retrieval_mode)  # ValueError for an unknown method
+        validate_top_k(top_k)
+        method = RetrievalMode.parse(method, self.settings.retrieval_mode)  # ValueError for an unknown method
         unknown = set(kwargs) - {"context_key", "min_relevance"}
         if unknown:
             raise ValueError(f"unexpected arguments: {', '.join(sorted(unknown))} (accepted: context_key, min_relevance)")
@@ -243,11 +243,6 @@ class RAGPipeline:
         except VectorDBUnavailableError as exc:
             log.error("vector store unavailable: %s", exc)
             raise
-
-
-def _check_top_k(value: Any, name: str = "top_k") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
-        raise ValueError(f"{name} must be an integer between 1 and {MAX_TOP_K}, got {value!r}")
 
 
 def _to_chunk(result: SearchResult, rank: int) -> DocumentChunk:

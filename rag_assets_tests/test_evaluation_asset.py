@@ -114,3 +114,45 @@ def test_evaluation_is_requested_after_ingestion_changes_the_index(indexed, rag_
     assert after.get_num_requested(retrieval_evaluation.key) == 1
     settled = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=after.cursor)
     assert settled.total_requested == 0  # requested once per change, not on every tick
+
+
+def test_no_eval_set_is_skipped_with_the_reason_not_failed(indexed, rag_env):
+    assert not list((rag_env / "eval").glob("*.jsonl"))
+    result, meta, checks = _evaluate(indexed)
+    assert result.success
+    assert meta["skipped"].startswith("no eval set") and str(rag_env / "eval") in meta["skipped"]
+    assert checks == {}  # nothing was checked: neither passed nor failed
+
+
+def test_rag_evaluate_without_eval_set_prints_one_line_and_exits_non_zero(rag_env, dagster_home):
+    proc = subprocess.run([sys.executable, "-m", "rag_assets", "evaluate"], capture_output=True, text=True,
+                          env=os.environ.copy(), timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("rag: no eval set")
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_extra_corpus_is_indexed_on_its_own_and_scored_side_by_side(indexed, rag_env, monkeypatch):
+    from .conftest import write_corpus
+
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD)
+    corpus = rag_env / "second"
+    write_corpus(corpus / "docs", {"pumps/seals.md": "# Pumps\n\n## Seal replacement\n\nReplace the pump seal "
+                                   "every spring; a dripping pump means the seal is worn out.\n"})
+    write_eval(corpus / "eval.jsonl", [{"id": "s1", "question": "When should I replace the pump seal?",
+                                        "expected": [{"doc_path": "pumps/seals.md", "section": "Seal replacement"}]}])
+    monkeypatch.setenv("RAG_EVAL_CORPORA", f"pumps={corpus}")
+    result, meta, checks = _evaluate(indexed)
+    assert result.success and checks["retrieval_quality"].passed
+    for mode in ("vector", "keyword", "hybrid"):
+        assert meta[f"pumps/{mode}/section.recall@5"] == 1.0  # the side corpus, scored per mode
+        assert 0 <= meta[f"{mode}/section.recall@5"] <= 1  # next to the main index's numbers
+    assert meta["pumps/questions"] == 1 and meta["pumps/chunks_in_index"] == 1
+    assert meta["pumps/documents_reindexed"] == 1 and meta["chunks_in_index"] > 1  # main index untouched
+    _, again, _ = _evaluate(indexed)
+    assert again["pumps/documents_reindexed"] == 0  # unchanged files are not read again
+
+    monkeypatch.setenv("RAG_EVAL_CORPORA", "pumps")  # no folder: a configuration error, said so
+    failed = dg.materialize([retrieval_evaluation], instance=indexed, resources=RESOURCES, raise_on_error=False)
+    assert not failed.success
+    assert "NAME=FOLDER" in str(next(e for e in failed.all_events if e.is_step_failure).step_failure_data.error.message)

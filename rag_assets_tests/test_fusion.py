@@ -65,3 +65,45 @@ def test_fusion_with_weak_dense_list_keeps_bm25_top_hit():
     assert equal[0] == "d1"  # equal weights: a flat dense list wins the top spot
     assert weighted[0] == "kw1"  # adaptive: BM25 keeps its top hit
     assert weighted.index("kw2") < weighted.index("d2")
+
+
+# -- convex fusion and the confident-hit guard ------------------------------------------------
+import numpy as np  # noqa: E402
+
+from rag_assets.fusion import confident, convex, keep_within, standardise  # noqa: E402
+
+
+def test_standardise_against_a_reference():
+    z = standardise(np.array([3.0, 1.0]), np.array([1.0, 2.0, 3.0]))
+    assert z == pytest.approx([(3 - 2) / np.std([1, 2, 3]), (1 - 2) / np.std([1, 2, 3])])
+    assert list(standardise(np.array([5.0]), np.array([2.0, 2.0]))) == [0.0]  # no spread: no signal
+    assert list(standardise(np.array([5.0]), np.array([]))) == [0.0]
+
+
+def test_convex_hand_computed_and_weights_normalised():
+    dense, dense_ref = np.array([0.6, 0.4]), np.array([0.6, 0.5, 0.4])
+    keyword, keyword_ref = np.array([0.0, 9.0]), np.array([9.0, 0.0, 0.0, 0.0])
+    zd = (dense - 0.5) / np.std(dense_ref)
+    zk = (keyword - 2.25) / np.std(keyword_ref)
+    assert convex(dense, keyword, dense_ref, keyword_ref) == pytest.approx((zd + zk) / 2)
+    assert convex(dense, keyword, dense_ref, keyword_ref, 3, 1) == pytest.approx((3 * zd + zk) / 4)
+    assert convex(dense, keyword, dense_ref, keyword_ref, 2, 2) == pytest.approx((zd + zk) / 2)
+    with pytest.raises(ValueError):
+        convex(dense, keyword, dense_ref, keyword_ref, 0, 0)
+
+
+def test_lone_bm25_hit_stands_out_when_the_reference_keeps_the_zeros():
+    # one exact-code match among 50 candidates: its z-score beats a dense list's flat best
+    keyword_ref = np.array([3.0] + [0.0] * 49)
+    dense_ref = np.linspace(0.52, 0.40, 50)
+    fused = convex(np.array([0.52, 0.30]), np.array([0.0, 3.0]), dense_ref, keyword_ref)
+    assert fused[1] > fused[0]
+
+
+def test_confident_and_keep_within():
+    assert confident([8.9, 3.5], 0.4) and not confident([8.9, 8.0], 0.4)
+    assert confident([2.0], 0.4)  # a lone hit leads over nothing
+    assert not confident([], 0.4) and not confident([0.0, 0.0], 0.1)
+    assert keep_within(list("abcdef"), "e") == list("abecdf")
+    assert keep_within(list("abcdef"), "b") == list("abcdef")
+    assert keep_within(list("abc"), "z") == list("abc")

@@ -7,8 +7,10 @@ hybrid fusion should still return it within the top k.
 - ``streaming``: the question's other words match other pages, so BM25 returns several hits.
 - ``code alone``: the question is the code, next to look-alike codes the embedder confuses it
   with; BM25 returns exactly one hit.
-- The xfail case is the known limit of rank fusion: when the other pages are ranked well by BOTH
-  lists, their summed votes beat a page that only BM25 ranks first (see benchmarks/retrieval_scaling.md).
+- ``both lists like other pages``: the other pages are ranked well by BOTH lists. Rank fusion
+  (RAG_FUSION=rrf) lets their summed votes beat the page only BM25 ranks first, by a hair here
+  (BM25 1.82 vs 1.79: no clear margin for its confident-hit guard); the default z-scored convex
+  fusion keeps it, because that BM25 score stands far above the list's usual scores.
 """
 
 import pytest
@@ -107,6 +109,6 @@ def test_rare_term_alone_single_bm25_hit_is_kept_by_hybrid(rag_env, embedder):
     _check(retriever, CODE_QUERY)
 
 
-@pytest.mark.xfail(strict=True, reason="RRF: pages ranked well by both lists outvote BM25's only exact match")
-def test_rare_term_loses_to_pages_both_lists_like(rag_env, embedder):
+def test_rare_term_kept_when_both_lists_like_other_pages(rag_env, embedder):
+    assert Settings.from_env().fusion == "convex"  # the default
     _check(_retriever(rag_env, embedder, {**PUMP, **STREAMING, **LOOKALIKES}), STREAMING_QUERY)

