@@ -7,11 +7,10 @@ asks through :func:`current_generation`, so changing where the generation is sto
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rag_assets.index_generation import read_generation
 
 
-def current_generation(state_dir: Path) -> str:
-    """The index generation now (cheap: called on every query)."""
-    return read_generation(state_dir)
+def current_generation(where) -> str:
+    """The index generation now (cheap: one indexed lookup, called on every query). `where`: the
+    Settings (RAG_STATE_URL honoured), a StateDB, or a local state folder."""
+    return read_generation(where)

@@ -15,19 +15,26 @@ Persistence: ``<state_dir>/keyword/<collection>/`` holds one folder per build pl
 ids in index order, the row table, the chunks' stored embeddings (float32, memory-mapped on load:
 they give the dense cosine of keyword-only hits without another store round trip) and
 ``meta.json`` with the index generation and the Chroma collection id it was built from. A process loads the persisted build when
-both still match, and rebuilds (streaming the chunks from ``ChromaStore.iter_all``, under a file
-lock so concurrent processes build once) only when the generation changed. Each search re-reads
-the generation (one small file) so an ingest in another process is noticed on the next query.
+both still match, and rebuilds (streaming the chunks from ``ChromaStore.iter_all``, under a lock
+so concurrent processes build once) only when the generation changed. Each search re-reads the
+generation (one small read of the state database) so an ingest elsewhere is noticed on the next query.
+
+With a shared (PostgreSQL) state database the build is published there too (``keyword_builds``: the
+build folder as a gzipped tar, one row per collection) and the lock is an advisory lock in that
+database: a query process on any machine loads the current build (unpacking it into its local state
+folder once) instead of building its own.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
 import re
 import shutil
+import tarfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -36,8 +43,12 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+import sqlalchemy as sa
+
 from rag_assets.chunking import build_index_text
 from rag_assets.index_watch import current_generation
+from rag_assets.locks import DocumentLocks
+from rag_assets.state_db import StateDB, keyword_builds
 from rag_assets.store import ChromaStore
 
 log = logging.getLogger(__name__)
@@ -130,11 +141,14 @@ class ChunkRow:
 class KeywordIndex:
     """BM25 over one Chroma collection, tied to the index generation."""
 
-    def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None):
+    def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None, state: StateDB | None = None):
         self.store = store
         self.state_dir = Path(state_dir)
         self.collection = collection or store.collection_name
         self.root = self.state_dir / "keyword" / self.collection
+        self.state = state  # None: the local SQLite state in state_dir
+        shared = state is not None and not state.is_sqlite
+        self._published = SharedBuilds(state, self.root, self.collection, self.state_dir) if shared else FolderBuilds(self.root)
         self.builds = 0  # builds done by this object (tests and logs)
         self.loads = 0  # persisted builds loaded from disk by this object
         self._generation: str | None = None
@@ -146,6 +160,10 @@ class KeywordIndex:
         self._embeddings: np.ndarray | None = None
         self._meta: dict = {}
 
+    @classmethod
+    def for_settings(cls, store: ChromaStore, settings) -> "KeywordIndex":
+        return cls(store, settings.state_dir, settings.collection, state=StateDB.for_settings(settings))
+
     # ------------------------------------------------------------------------------------------
     @property
     def meta(self) -> dict:
@@ -156,7 +174,7 @@ class KeywordIndex:
 
     def ensure_current(self) -> None:
         """Make the in-memory index match the current generation: keep, load from disk, or rebuild."""
-        generation = current_generation(self.state_dir)
+        generation = current_generation(self.state if self.state is not None else self.state_dir)
         if self._bm25 is not None and generation == self._generation:
             return
         if self._load(generation):
@@ -212,14 +230,6 @@ class KeywordIndex:
         return {cid: float(s) for (cid, _), s in zip(wanted, sims)}
 
     # ------------------------------------------------------------------------------------------
-    def _current_dir(self) -> Path | None:
-        try:
-            name = (self.root / "CURRENT").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return None
-        path = self.root / name
-        return path if name and path.is_dir() else None
-
     def _matches(self, meta: dict, generation: str) -> bool:
         return (
             meta.get("format") == FORMAT_VERSION
@@ -228,7 +238,7 @@ class KeywordIndex:
         )
 
     def _load(self, generation: str) -> bool:
-        folder = self._current_dir()
+        folder = self._published.current()
         if folder is None:
             return False
         try:
@@ -253,10 +263,8 @@ class KeywordIndex:
         return True
 
     def _build_locked(self, generation: str) -> None:
-        from filelock import FileLock
-
         self.root.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.root.with_name(self.root.name + ".lock"))):
+        with self._published.lock():
             if self._load(generation):  # another process built it while we waited
                 return
             self._build(generation)
@@ -304,24 +312,14 @@ class KeywordIndex:
                 "build_seconds": round(time.perf_counter() - start, 3),
             }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-            os.replace(tmp, folder)
+            self._published.publish(tmp, folder_name)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        pointer = self.root / f".CURRENT.{os.getpid()}.tmp"
-        pointer.write_text(folder_name, encoding="utf-8")
-        os.replace(pointer, self.root / "CURRENT")
-        self._remove_old(keep=folder_name)
         self.builds += 1
         log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
         embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
         self._install(generation, bm25, headings, ids, table, embeddings, meta)
-
-    def _remove_old(self, keep: str) -> None:
-        for path in self.root.iterdir():
-            if path.is_dir() and path.name != keep and path.name.startswith(("build-", ".tmp-")):
-                # a .tmp- folder of a live builder is protected by the lock we hold
-                shutil.rmtree(path, ignore_errors=True)
 
     def _install(self, generation: str, bm25, headings, ids: Sequence[str], table, embeddings, meta: dict) -> None:
         self._bm25 = bm25 if bm25 is not None else _EMPTY
@@ -332,6 +330,91 @@ class KeywordIndex:
         self._embeddings = embeddings
         self._meta = meta
         self._generation = generation
+
+
+class FolderBuilds:
+    """Builds in the local state folder: one folder per build, CURRENT names the live one."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def current(self) -> Path | None:
+        try:
+            name = (self.root / "CURRENT").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        path = self.root / name
+        return path if name and path.is_dir() else None
+
+    def lock(self):
+        from filelock import FileLock
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.root.with_name(self.root.name + ".lock")))
+
+    def publish(self, tmp: Path, name: str) -> None:
+        """Make the finished build in `tmp` the live one (atomic for readers), drop older ones."""
+        os.replace(tmp, self.root / name)
+        pointer = self.root / f".CURRENT.{os.getpid()}.tmp"
+        pointer.write_text(name, encoding="utf-8")
+        os.replace(pointer, self.root / "CURRENT")
+        for path in self.root.iterdir():
+            if path.is_dir() and path.name != name and path.name.startswith(("build-", ".tmp-")):
+                # a .tmp- folder of a live builder is protected by the lock the builder holds
+                shutil.rmtree(path, ignore_errors=True)
+
+
+class SharedBuilds(FolderBuilds):
+    """Builds published in the shared state database; the local folder is a cache of the live one."""
+
+    def __init__(self, state: StateDB, root: Path, collection: str, state_dir: Path):
+        super().__init__(root)
+        self.state = state
+        self.collection = collection
+        self.state_dir = state_dir
+
+    def current(self) -> Path | None:
+        with self.state.read() as conn:
+            row = conn.execute(
+                sa.select(keyword_builds.c.name).where(keyword_builds.c.collection == self.collection)
+            ).first()
+        if row is None:
+            return None
+        local = self.root / row.name
+        if not local.is_dir():
+            self._unpack(row.name)
+        return local if local.is_dir() else None
+
+    def lock(self):
+        return DocumentLocks(self.state, self.state_dir).hold([f"keyword-build:{self.collection}"])
+
+    def publish(self, tmp: Path, name: str) -> None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            tar.add(tmp, arcname=name)
+        with self.state.write() as conn:
+            self.state.upsert(conn, keyword_builds, [
+                {"collection": self.collection, "name": name, "archive": buffer.getvalue(), "created_at": time.time()}
+            ], ["collection"])
+        super().publish(tmp, name)
+
+    def _unpack(self, name: str) -> None:
+        with self.state.read() as conn:
+            archive = conn.execute(
+                sa.select(keyword_builds.c.archive).where(keyword_builds.c.collection == self.collection,
+                                                          keyword_builds.c.name == name)
+            ).scalar()
+        if archive is None:
+            return  # replaced meanwhile: the next look finds the newer one
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".tmp-unpack-{uuid.uuid4().hex[:8]}"
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            tar.extractall(tmp, filter="data")
+        try:
+            FolderBuilds.publish(self, tmp / name, name)
+        except OSError:
+            pass  # another process of this machine unpacked it first
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _bm25_index(corpus: list[list[str]]):

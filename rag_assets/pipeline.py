@@ -136,7 +136,7 @@ class RAGPipeline:
         if not -1.0 <= min_relevance <= 1.0:
             raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {min_relevance}")
 
-        generation = current_generation(self.settings.state_dir)
+        generation = current_generation(self.settings)
         key = (query, request.context_key, mode, int(request.max_chunks), min_relevance)
         hit = self._cache.get(key, generation)
         if hit is not None:

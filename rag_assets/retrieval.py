@@ -152,7 +152,7 @@ class Retriever:
         self.embedder = embedder
         self.store = store
         self.settings = settings or Settings.from_env()
-        self.keyword = keyword_index or KeywordIndex(store, self.settings.state_dir, self.settings.collection)
+        self.keyword = keyword_index or KeywordIndex.for_settings(store, self.settings)
         self.adaptive = adaptive
         self.ranking = RankingConfig.from_settings(self.settings, adaptive=adaptive)
         self._embeddings = LRUCache(max(self.settings.query_cache_size, 64))
@@ -204,7 +204,7 @@ class Retriever:
         process; closing the last reference drops its cached state) and opened again. The keyword
         index follows the generation by itself. A Chroma server (CHROMA_HOST) is always current.
         """
-        generation = current_generation(self.settings.state_dir)
+        generation = current_generation(self.settings)
         if generation == self._generation:
             return
         with self._reopen_lock:
@@ -214,9 +214,7 @@ class Retriever:
 
     def _reopen_store(self) -> None:
         old = self.store
-        close = getattr(getattr(old, "_client", None), "close", None)
-        if close is not None:
-            close()
+        old.close()
         self.store = ChromaStore(path=self.settings.chroma_path, collection=old.collection_name,
                                  embedding_model=old.embedding_model, dimension=old.dimension)
         if self.keyword.store is old:
@@ -304,8 +302,7 @@ class Retriever:
         if not todo:
             return
         docs = sorted({r.doc_path for r in todo})
-        where = {"doc_path": docs[0]} if len(docs) == 1 else {"doc_path": {"$in": docs}}
-        hits = self.store.query(vector, top_k=max(100, 20 * len(todo)), where=where)
+        hits = self.store.query(vector, top_k=max(100, 20 * len(todo)), doc_paths=docs)
         cos = {h.chunk_id: h.score for h in hits}
         for r in todo:
             r.relevance = cos.get(r.chunk_id, 0.0)

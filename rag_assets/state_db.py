@@ -85,6 +85,17 @@ embeddings = sa.Table(
     sa.Column("vector", sa.LargeBinary, nullable=False),
 )
 
+# the BM25 build of each collection, for query processes on other machines (PostgreSQL state only;
+# locally the build folder in the state folder is enough)
+keyword_builds = sa.Table(
+    "keyword_builds",
+    metadata,
+    sa.Column("collection", sa.String(512), primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),  # the build folder's name (generation + nonce)
+    sa.Column("archive", sa.LargeBinary, nullable=False),  # the build folder as a gzipped tar
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
 state_meta = sa.Table(
     "state_meta",
     metadata,

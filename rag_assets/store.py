@@ -255,6 +255,13 @@ class ChromaStore:
     def count(self) -> int:
         return self._call(self._collection.count)
 
+    def close(self) -> None:
+        """Release the client (an embedded one drops its cached view of the store: a long-lived
+        reader re-opens after another process wrote)."""
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()
+
     def _call(self, fn, **kwargs):
         try:
             return fn(**kwargs)

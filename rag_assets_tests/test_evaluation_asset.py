@@ -57,7 +57,7 @@ def test_scores_every_mode_saves_rows_and_passes_its_checks(indexed, rag_env, mo
     assert meta["questions"] == 3 and meta["eval_set_errors"] == 2
     for mode in ("vector", "keyword", "hybrid"):
         assert 0.0 <= meta[f"{mode}/section.recall@5"] <= 1.0
-        assert f"| section.mrr@10 |" in meta[f"{mode}/table"]
+        assert "| section.mrr@10 |" in meta[f"{mode}/table"]
     assert meta["hybrid/section.recall@5"] >= 2 / 3
     assert checks["retrieval_quality"].passed and checks["eval_labels_resolve"].passed
     rows = pd.read_parquet(meta["results_parquet"])

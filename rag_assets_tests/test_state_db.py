@@ -89,3 +89,33 @@ def test_a_bad_state_url_is_a_configuration_error(tmp_path):
         StateDB("not a url")
     with pytest.raises(ConfigurationError, match="cannot open the state database"):
         StateDB("postgresql+psycopg2://nobody@127.0.0.1:9/none?connect_timeout=2")
+
+
+def test_a_keyword_build_is_shared_through_postgresql(pg_base, tmp_path):
+    """Two query processes on two machines (two state folders), one PostgreSQL state: the second
+    loads the first one's BM25 build instead of building its own, and both follow a new generation."""
+    from rag_assets.keyword import KeywordIndex
+    from rag_assets_tests.index_builder import build_index
+
+    url = createdb(pg_base, "state_keyword")
+    first_settings = Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "machine-a",
+                                       chroma_path=tmp_path / "chroma", docs_dir=tmp_path / "docs")
+    from rag_assets_tests.conftest import write_corpus
+
+    write_corpus(tmp_path / "docs")
+    build_index(tmp_path / "docs", first_settings)
+    second_settings = Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "machine-b",
+                                        chroma_path=tmp_path / "chroma")
+    from rag_assets.embedding import load_embedder
+    from rag_assets.store import ChromaStore
+
+    store = ChromaStore.for_settings(first_settings, load_embedder(first_settings))
+    a = KeywordIndex.for_settings(store, first_settings)
+    assert a.search("requests per minute", 3)[0].chunk_id
+    b = KeywordIndex.for_settings(store, second_settings)
+    assert [h.chunk_id for h in b.search("requests per minute", 3)] == [h.chunk_id for h in a.search("requests per minute", 3)]
+    assert (a.builds, b.builds, b.loads) == (1, 0, 1)
+    bump_generation(first_settings)
+    b.search("requests per minute", 3)
+    a.search("requests per minute", 3)
+    assert (a.builds + b.builds, a.loads + b.loads) == (2, 2)  # one rebuilt for the new generation, the other loaded it

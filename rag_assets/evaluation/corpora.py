@@ -42,8 +42,9 @@ class EvalCorpus:
     def settings(self, settings):
         """Settings of this corpus's side index: its own collection, Chroma folder and state."""
         root = settings.state_dir / "eval_corpora" / self.name
+        # local and private even when the main state is shared (RAG_STATE_URL): a scratch side index
         return replace(settings, docs_dir=self.docs_dir, chroma_path=root / "chroma", state_dir=root / "state",
-                       collection=f"{settings.collection}-eval-{self.name}"[:512])
+                       state_url=None, chroma_host=None, collection=f"{settings.collection}-eval-{self.name}"[:512])
 
 
 def main_eval_sets(eval_dir: Path, configured: Sequence[str] = ()) -> list[str]:
