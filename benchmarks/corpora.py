@@ -60,6 +60,7 @@ def corpus_settings(corpus: Corpus, workdir: Path = DEFAULT_WORKDIR, **overrides
 def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = False, embedder=None, **overrides):
     """(Retriever, build stats or None) for the corpus; builds its index when empty or asked to."""
     from rag_assets.embedding_cache import EmbeddingCache
+    from rag_assets.state_db import StateDB, local_state_url
     from rag_assets.retrieval import Retriever
     from rag_assets_tests.index_builder import build_index
 
@@ -74,11 +75,10 @@ def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = F
         retriever = Retriever(embedder, ChromaStore.for_settings(settings, embedder), settings)
     built = None
     if rebuild or retriever.store.count() == 0:
-        cache = EmbeddingCache(Path(workdir) / "embeddings.sqlite")
+        cache = EmbeddingCache(StateDB.open(local_state_url(workdir)))
         start = time.perf_counter()
         built = build_index(corpus.docs, settings, embedder=retriever.embedder, cache=cache)
         built["seconds"] = round(time.perf_counter() - start, 1)
-        cache.close()
     retriever.keyword.ensure_current()
     return retriever, built
 

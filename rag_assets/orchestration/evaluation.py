@@ -150,11 +150,9 @@ def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
     from rag_assets.store import ChromaStore
 
     side = corpus.settings(settings)
-    cache = EmbeddingCache(side.state_dir.parent.parent / "embeddings.sqlite")
-    try:
-        synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json")
-    finally:
-        cache.close()
+    # the main embedding cache: a text embedded for either index is never embedded again
+    cache = EmbeddingCache.for_settings(settings)
+    synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json")
     for error in synced["errors"]:
         context.log.warning(f"eval corpus {corpus.name}: {error['doc_path']}: {error['error']}")
     loaded = load_eval_sets(corpus.eval_sets())
