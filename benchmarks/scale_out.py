@@ -33,7 +33,7 @@ from rag_assets_tests.openai_server import OpenAIStubServer  # noqa: E402
 from rag_assets_tests.postgres_server import createdb, postgres_server  # noqa: E402
 
 sys.path.insert(0, str(HERE))
-from small_docs import machine  # noqa: E402
+from ingest_overhead import machine  # noqa: E402
 
 KEY = "sk-benchmark-0000"
 

@@ -6,7 +6,7 @@ Every `##` section of the source corpus (default: ../shared/corpora/physical-ai-
 run time, never copied into the repo) becomes one page `page-NNNNN.md` with a `# title`, the section
 and one sentence unique to the page, so no two pages share a chunk text (every chunk is embedded).
 Sections are used round-robin when more pages are asked for than there are sections; each reuse is
-made unique by its own sentence. Used by benchmarks/small_docs.py.
+made unique by its own sentence. Used by benchmarks/ingest_overhead.py.
 """
 
 from __future__ import annotations

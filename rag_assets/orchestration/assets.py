@@ -55,7 +55,6 @@ _PER_DOC = dict(
     backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=Settings.from_env().documents_per_run),
     group_name=INGESTION,
 )
-_MAX_TABLE_ROWS = 50
 # Up to this many documents a run gives each partition its own metadata. Dagster's
 # add_asset_metadata(partition_key=...) re-reads the run's partition range on every call
 # (quadratic in the run's size: +11 ms a document at 1,000, benchmarks/ingest_overhead.md).
@@ -182,22 +181,24 @@ def _result(
         **report.stats,
         **extra,
     }
-    if report.failed:
-        metadata["errors"] = dg.MetadataValue.json(report.errors[:200])
     keys = context.partition_keys
+    # Dagster copies a range run's metadata into every partition's event: a large run keeps it to
+    # the summary (its log names every failure), a small one also gets per-document details
+    small = len(keys) <= _PER_PARTITION_METADATA_MAX
+    if report.failed:
+        metadata["errors"] = dg.MetadataValue.json(report.errors[: 200 if small else 20])
     if len(keys) == 1 and report.per_document:
         metadata.update(next(iter(report.per_document.values())))
-    elif report.per_document:
-        rows = list(report.per_document.items())[:_MAX_TABLE_ROWS]
+    elif report.per_document and small:
+        rows = list(report.per_document.items())
         columns = sorted({k for _, d in rows for k in d})
         table = "| document | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns) + "\n"
         table += "\n".join(f"| `{p}` | " + " | ".join(str(d.get(c, "")) for c in columns) + " |" for p, d in rows)
         metadata["per_document"] = dg.MetadataValue.md(table)
-        if len(keys) <= _PER_PARTITION_METADATA_MAX:
-            by_path = {partition_key_for(p): d for p, d in report.per_document.items()}
-            for key in keys:
-                if key in by_path:
-                    context.add_asset_metadata({f"document.{k}": v for k, v in by_path[key].items()}, partition_key=key)
+        by_path = {partition_key_for(p): d for p, d in report.per_document.items()}
+        for key in keys:
+            if key in by_path:
+                context.add_asset_metadata({f"document.{k}": v for k, v in by_path[key].items()}, partition_key=key)
     return dg.MaterializeResult(metadata=metadata, check_results=list(check_results))
 
 

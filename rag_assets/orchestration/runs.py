@@ -343,7 +343,8 @@ def _run_workers(
 
     order = instance.get_dynamic_partitions(documents_partitions.name)
     sizes = {r.partition_key: float(r.size_bytes) for r in todo}
-    plans = balanced_runs(order, sizes, workers, per_run)
+    # about twice as many ranges as workers, the heaviest launched first: the workers finish together
+    plans = sorted(balanced_runs(order, sizes, 2 * workers, per_run), key=lambda p: -sum(sizes[k] for k in p.keys))
     total = len(todo)
     done = 0
 

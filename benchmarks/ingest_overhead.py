@@ -1,11 +1,13 @@
-"""Cost of ingestion on a corpus of many small pages, against the physical cost (embedding).
+"""Cost of ingestion against its physical cost (embedding), by default on many small pages.
 
-    python benchmarks/small_docs.py [--docs 1000] [--graphql] [--kill-test 5000] [--profile] [--out FILE]
+    python benchmarks/ingest_overhead.py [--docs 1000 | --corpus DIR] [--graphql] [--kill-test 5000]
+        [--profile] [--out FILE]
 
 In one run, in a scratch folder (the repo's data/ is never touched), with the repo's own
 dagster.yaml (batching SQLite event log), each step a fresh `rag ingest --json` process:
 
-1. full ingest of N small pages (benchmarks/small_docs_corpus.py: one `##` section each, unique);
+1. full ingest of N small pages (benchmarks/small_docs_corpus.py: one `##` section each, unique), or
+   of a copy of --corpus DIR (e.g. data/docs);
 2. the raw encode: the same distinct chunk texts (read back from the state database) embedded by
    the project's own embedder alone, warm, in one `embed_documents` call (it sorts by length and
    batches exactly as ingestion does); ingest ÷ raw encode is the overhead ratio;
@@ -134,6 +136,15 @@ print(json.dumps({"texts": len(texts), "seconds": time.perf_counter() - started}
 """
 
 
+def _median(results: list[dict]) -> dict:
+    return sorted(results, key=lambda r: r["wall"])[len(results) // 2]
+
+
+def _spread(results: list[dict]) -> str:
+    walls = sorted(r["wall"] for r in results)
+    return f"{walls[0]:.2f}–{walls[-1]:.2f} s"
+
+
 def raw_encode(env: dict[str, str]) -> dict:
     out = subprocess.run([PYTHON, "-c", RAW_ENCODE], env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -254,6 +265,7 @@ def breakdown(raw: Path, rate: int) -> list[tuple[str, float, float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--corpus", type=Path, help="a copy of this folder instead of generated small pages")
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     parser.add_argument("--graphql", action="store_true")
     parser.add_argument("--kill-test", type=int, default=0, metavar="M")
@@ -267,26 +279,39 @@ def main() -> int:
     lines = [f"## Small-document ingest, {args.docs} pages ({dt.date.today()})", "", f"Machine: {machine()}", ""]
     try:
         docs = base / "docs"
-        build(docs, args.docs, args.source)
+        if args.corpus:
+            shutil.copytree(args.corpus, docs)
+            args.docs = sum(1 for _ in docs.rglob("*.md"))
+            lines[0] = f"## Ingest overhead, {args.docs} documents of {args.corpus} ({dt.date.today()})"
+        else:
+            build(docs, max(args.docs, 1), args.source)
         env = scratch_env(base, docs)
         spy = shutil.which("py-spy") or str(Path(PYTHON).with_name("py-spy"))
         prefix = [spy, "record", "--idle", "-r", "50", "-f", "raw", "-o", str(base / "full.raw"), "--"] \
             if args.profile and Path(spy).exists() else None
+        if args.docs == 0:  # only the kill test
+            k = kill_test(base, args.kill_test, args.kill_after)
+            lines = lines[:2] + [_kill_line(k), ""]
+            return _write(lines, args.out)
         full = run_ingest(env, prefix)
         raw = raw_encode(env)
-        noop = run_ingest(env)
-        edited = docs / f"page-{args.docs // 2:05d}.md"
-        edited.write_text(edited.read_text() + "\nOne more paragraph, written for the benchmark's edit step.\n")
-        one = run_ingest(env)
+        # three of each, back to back: the first after a pause may re-read Python's files from disk
+        noops = [run_ingest(env) for _ in range(3)]
+        ones = []
+        for i in range(3):
+            edited = sorted(docs.rglob("*.md"))[args.docs // 2 + i]
+            edited.write_text(edited.read_text() + "\nOne more paragraph, written for the benchmark's edit step.\n")
+            ones.append(run_ingest(env))
+        noop, one = _median(noops), _median(ones)
         s = full["summary"]
         lines += [
             "| step | wall | peak RSS | documents processed | embeddings computed / reused | runs |",
             "|---|---|---|---|---|---|",
             f"| full ingest | {full['wall']:.1f} s | {full['peak_mb']:.0f} MB | {s['documents_processed']} | "
             f"{s['embeddings_computed']} / {s['embeddings_reused']} | {len(s['run_ids'])} |",
-            f"| no-op re-run | {noop['wall']:.2f} s | {noop['peak_mb']:.0f} MB | {noop['summary']['documents_processed']} | "
+            f"| no-op re-run (median of 3; {_spread(noops)}) | {noop['wall']:.2f} s | {noop['peak_mb']:.0f} MB | {noop['summary']['documents_processed']} | "
             f"{noop['summary']['embeddings_computed']} / {noop['summary']['embeddings_reused']} | {len(noop['summary']['run_ids'])} |",
-            f"| one document edited | {one['wall']:.2f} s | {one['peak_mb']:.0f} MB | {one['summary']['documents_processed']} | "
+            f"| one document edited (median of 3; {_spread(ones)}) | {one['wall']:.2f} s | {one['peak_mb']:.0f} MB | {one['summary']['documents_processed']} | "
             f"{one['summary']['embeddings_computed']} / {one['summary']['embeddings_reused']} | {len(one['summary']['run_ids'])} |",
             "",
             f"Raw encode of the same {raw['texts']:,} distinct chunk texts by the project's embedder alone: "
@@ -305,24 +330,28 @@ def main() -> int:
                       f"{g['stats']['numMaterialized']} materialized): first query {g['first']:.2f} s "
                       f"(loads the code location), then {g['warm_median']:.2f} s (median of 3).", ""]
         if args.kill_test:
-            k = kill_test(base, args.kill_test, args.kill_after)
-            lines += [
-                f"Kill test: {k['docs']:,} tiny pages; first embedding stored after "
-                f"{k['first_embedding_s']:.1f} s; SIGKILL after {k['kill_after']:.0f} s "
-                f"({'mid-ingest' if k['killed'] else 'the ingest had already finished'}); "
-                f"{k['indexed_at_kill']:,} documents indexed at the kill. The next ingest: {k['rerun_wall']:.1f} s, "
-                f"{k['rerun_processed']:,} processed, {k['rerun_unchanged']:,} unchanged, "
-                f"{k['rerun_embeddings_computed']:,} embeddings computed / {k['rerun_embeddings_reused']:,} reused, "
-                f"{k['rerun_failed']} failed.", "",
-            ]
+            lines += [_kill_line(kill_test(base, args.kill_test, args.kill_after)), ""]
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
         else:
             print(f"kept {base}", file=sys.stderr)
+    return _write(lines, args.out)
+
+
+def _kill_line(k: dict) -> str:
+    return (f"Kill test: {k['docs']:,} tiny pages; first embedding stored after {k['first_embedding_s']:.1f} s; "
+            f"SIGKILL after {k['kill_after']:.0f} s ({'mid-ingest' if k['killed'] else 'the ingest had already finished'}); "
+            f"{k['indexed_at_kill']:,} documents indexed at the kill. The next ingest: {k['rerun_wall']:.1f} s, "
+            f"{k['rerun_processed']:,} processed, {k['rerun_unchanged']:,} unchanged, "
+            f"{k['rerun_embeddings_computed']:,} embeddings computed / {k['rerun_embeddings_reused']:,} reused, "
+            f"{k['rerun_failed']} failed.")
+
+
+def _write(lines: list[str], out: Path) -> int:
     report = "\n".join(lines)
     print(report)
-    with open(args.out, "a", encoding="utf-8") as fh:
+    with open(out, "a", encoding="utf-8") as fh:
         fh.write(report + "\n")
     return 0
 
