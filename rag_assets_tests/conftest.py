@@ -153,6 +153,20 @@ run_coordinator:
 {coordinator_extra}"""
 
 
+# The longest tests first: with `-n 2` (pytest-xdist) the two workers then finish together instead
+# of one of them starting a four-minute test last.
+_LONGEST_FIRST = ("test_readme_commands.py", "test_scale_out.py", "test_web_ui.py", "test_concurrency.py",
+                  "test_crash_recovery.py", "test_cli_ingest.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        name = item.path.name
+        return _LONGEST_FIRST.index(name) if name in _LONGEST_FIRST else len(_LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a file is kept
+
+
 @pytest.fixture
 def rag_env(tmp_path, monkeypatch):
     """A docs folder with the sample corpus and every RAG_* path pointing into tmp_path."""
