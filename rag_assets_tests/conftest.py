@@ -153,8 +153,9 @@ run_coordinator:
 {coordinator_extra}"""
 
 
-# The longest tests first: with `-n 2` (pytest-xdist) the two workers then finish together instead
-# of one of them starting a four-minute test last.
+# The longest tests first, dealt out across the pytest-xdist workers: `--dist worksteal` hands each
+# worker a contiguous block of the collection, so the long tests are interleaved for every worker to
+# start on one, and the short ones at the end of each block are what an idle worker steals.
 _LONGEST_FIRST = ("test_readme_commands.py", "test_scale_out.py", "test_web_ui.py", "test_concurrency.py",
                   "test_crash_recovery.py", "test_cli_ingest.py")
 
@@ -164,7 +165,9 @@ def pytest_collection_modifyitems(config, items):
         name = item.path.name
         return _LONGEST_FIRST.index(name) if name in _LONGEST_FIRST else len(_LONGEST_FIRST)
 
-    items.sort(key=rank)  # stable: the order within a file is kept
+    ordered = sorted(items, key=rank)  # stable: the order within a file is kept
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    items[:] = [item for worker in range(workers) for item in ordered[worker::workers]]
 
 
 @pytest.fixture
