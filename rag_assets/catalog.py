@@ -59,3 +59,13 @@ def deletion_refusal(
         + (" (is it the right folder, and is it mounted?)" if found == 0 else "")
         + f"; nothing was removed; {OPT_IN}"
     )
+
+
+def catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
+    """Only when files appeared, vanished or changed readability: edited files are re-fingerprinted
+    by the runs over them (and recorded in the catalog by parsed_documents)."""
+    if stored is None or stored.docs_dir != seen.docs_dir:
+        return True
+    if {d.doc_path for d in stored.documents} != {d.doc_path for d in seen.documents}:
+        return True
+    return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)

@@ -95,3 +95,22 @@ class Chunk:
     content_hash: str = ""  # sha-256 of index_text (what is embedded), see ids.py
     index_text: str = ""  # what is embedded and keyword-indexed: title/breadcrumb header + text
     metadata: dict[str, Any] = field(default_factory=dict)  # document-level metadata copied in
+
+
+@dataclass
+class IngestSummary:
+    """What one `rag ingest` did: the counts the CLI prints (and --json returns)."""
+
+    documents_discovered: int = 0
+    documents_processed: int = 0
+    documents_unchanged: int = 0
+    documents_failed: int = 0
+    documents_deleted: int = 0
+    chunks_written: int = 0
+    embeddings_computed: int = 0
+    embeddings_reused: int = 0
+    vectors_deleted: int = 0
+    errors: list[dict] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+    duration_seconds: float = 0.0
+    lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)

@@ -5,6 +5,8 @@ Nothing here ever includes request headers: callers still scrub the key from wha
 
 from __future__ import annotations
 
+import math
+
 
 def retry_after(exc: BaseException | None) -> float | None:
     """Seconds the server asked us to wait: retry-after-ms (OpenAI's) or retry-after, in seconds."""
@@ -19,7 +21,7 @@ def retry_after(exc: BaseException | None) -> float | None:
             seconds = float(value) / scale
         except ValueError:
             continue  # an HTTP date: fall back to our own backoff
-        if seconds >= 0 and seconds == seconds:  # not negative, not NaN
+        if math.isfinite(seconds) and seconds >= 0:
             return seconds
     return None
 

@@ -33,14 +33,6 @@ PG_BIN = _pg_bin()
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 RUNUSER = shutil.which("runuser")
 
-pytestmark = [
-    pytest.mark.skipif(PG_BIN is None, reason="PostgreSQL server binaries (initdb, pg_ctl) not installed: "
-                                              "apt-get install postgresql (.ci/run does it)"),
-    pytest.mark.skipif(importlib.util.find_spec("dagster_postgres") is None,
-                       reason="dagster-postgres not installed (pip install -e '.[dev]')"),
-    pytest.mark.skipif(AS_ROOT and RUNUSER is None, reason="running as root and no runuser to run PostgreSQL as nobody"),
-]
-
 
 def _free_port() -> int:
     with socket.socket() as s:

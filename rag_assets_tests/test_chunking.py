@@ -308,9 +308,9 @@ def test_big_document_chunks_fast(counter: TokenCounter) -> None:
     sections = [f"## S{i}\n\n{prose(150, i)}\n\n```\ncode {i}\n```\n" for i in range(600)]
     body = "# Big\n\n| a | b | c |\n|---|---|---|\n" + rows + "\n\n" + "\n".join(sections)
     blocks = split_markdown(body)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other work on the machine does not count
     chunks = chunk_document(make_doc(body), blocks, counter, ChunkingConfig(overlap_tokens=20))
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert chunks[0].oversized and chunks[0].block_types == ["heading", "table"]
     assert len(chunks) > 600
 

@@ -177,7 +177,7 @@ def test_retry_after_is_capped_by_backoff_max(server, make_embedder):
     server.inject(Fault.status(429, retry_after=30))
     started = time.monotonic()
     make_embedder(backoff_base=0.001, backoff_max=0.05).embed_query("x")
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10  # not the 30 s asked for
     assert len(server.embedding_requests) == 2
 
 
@@ -217,7 +217,7 @@ def test_slow_response_times_out_is_retried_then_fails(server, make_embedder):
     started = time.monotonic()
     with pytest.raises(EmbeddingError) as info:
         embedder.embed_query("x")
-    assert time.monotonic() - started < 2.0  # gave up on each attempt after ~0.2 s, not 5 s
+    assert time.monotonic() - started < 6  # gave up on each attempt after ~0.2 s, not 2 x 5 s
     assert "timeout" in str(info.value) and "2 attempt" in str(info.value)
     assert len(server.embedding_requests) == 2
 
@@ -574,7 +574,7 @@ def test_the_breaker_counts_failures_across_concurrent_workers(slow_server, make
     started = time.monotonic()
     with pytest.raises(EmbeddingServiceUnavailable):
         embedder.embed_documents(EIGHT)  # the workers' failed requests add up within one call
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 4  # not 8 texts x 2 attempts one after another
     assert len(slow_server.embedding_requests) <= 4 * 2
     with pytest.raises(EmbeddingServiceUnavailable):
         embedder.embed_documents(EIGHT)

@@ -25,17 +25,6 @@ def current_settings() -> Settings:
     return Settings.from_env()
 
 
-INGEST_LOCK_NAME = "ingest.lock"
-
-
-def ingest_lock_file(state_dir: Path) -> FileLock:
-    """The state folder's ingest lock: one `rag ingest` plans and launches at a time (a second one
-    waits, then finds everything current). One object per process, re-entrant in it."""
-    state_dir = Path(state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(state_dir / INGEST_LOCK_NAME), is_singleton=True, thread_local=False)
-
-
 STORE_WRITER_LOCK_NAME = ".rag-writer.lock"
 
 

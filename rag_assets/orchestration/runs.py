@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -35,26 +35,26 @@ from filelock import FileLock, Timeout
 
 from rag_assets.errors import ConfigurationError, RagError
 
+from rag_assets.catalog import catalog_run_needed
 from rag_assets.discovery import discover
+from rag_assets.locks import INGEST_LOCK_NAME, ingest_lock_file
 from rag_assets.ingestion import stale_documents
-from rag_assets.models import Catalog, DocumentRef
+from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.stage_store import StageStore
 
 from rag_assets.orchestration.definitions import defs as definitions
 from .evaluation import retrieval_evaluation
 from .assets import PER_DOCUMENT_ASSETS, current_fingerprints, document_catalog, documents_partitions, vector_index
+from .noop_check import dagster_home, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
 from .resources import (
-    INGEST_LOCK_NAME,
     EmbedderResource,
     VectorStoreResource,
     current_settings,
-    ingest_lock_file,
     store_writer_lock,
 )
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # how long a `rag ingest` waits for another one to finish; unset or negative: as long as it takes
 INGEST_LOCK_TIMEOUT_VAR = "RAG_INGEST_LOCK_TIMEOUT"
 
@@ -69,15 +69,10 @@ class CatalogRunFailed(RagError):
 
 def get_instance() -> dg.DagsterInstance:
     """The instance at DAGSTER_HOME; by default the repo's own dagster.yaml (SQLite under data/)."""
-    if not os.environ.get("DAGSTER_HOME"):
-        home = Path.cwd() if (Path.cwd() / "dagster.yaml").exists() else _PROJECT_ROOT
-        if not (home / "dagster.yaml").exists():
-            home = Path.cwd() / "data" / "dagster"
-            home.mkdir(parents=True, exist_ok=True)
-        os.environ["DAGSTER_HOME"] = str(home)
+    home = dagster_home()
     # Opening a fresh SQLite instance creates and alembic-stamps its databases: two processes doing
     # it at once leave runs.db with two version heads ("more than one head present") for good.
-    home_key = hashlib.sha256(str(Path(os.environ["DAGSTER_HOME"]).resolve()).encode()).hexdigest()[:16]
+    home_key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
     with FileLock(str(Path(tempfile.gettempdir()) / f"rag-dagster-instance-{home_key}.lock")):
         return dg.DagsterInstance.get()
 
@@ -117,23 +112,6 @@ def ingest_lock(state_dir: Path | None = None):
         yield time.perf_counter() - started
     finally:
         lock.release()
-
-
-@dataclass
-class IngestSummary:
-    documents_discovered: int = 0
-    documents_processed: int = 0
-    documents_unchanged: int = 0
-    documents_failed: int = 0
-    documents_deleted: int = 0
-    chunks_written: int = 0
-    embeddings_computed: int = 0
-    embeddings_reused: int = 0
-    vectors_deleted: int = 0
-    errors: list[dict] = field(default_factory=list)
-    run_ids: list[str] = field(default_factory=list)
-    duration_seconds: float = 0.0
-    lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)
 
 
 def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
@@ -256,16 +234,6 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     return orphaned
 
 
-def _catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
-    """Only when files appeared, vanished or changed readability: edited files are re-fingerprinted
-    by the runs over them (and recorded in the catalog by parsed_documents)."""
-    if stored is None or stored.docs_dir != seen.docs_dir:
-        return True
-    if {d.doc_path for d in stored.documents} != {d.doc_path for d in seen.documents}:
-        return True
-    return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)
-
-
 def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int) -> IngestSummary:
     settings = current_settings()
     instance = get_instance()
@@ -276,7 +244,9 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     # A look at the folder first (a file whose size, mtime and inode did not change is not re-read):
     # the catalog run only when files appeared or vanished.
     seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=stored)
-    ran_catalog = _catalog_run_needed(stored, seen)
+    # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
+    ran_catalog = catalog_run_needed(stored, seen) or set(
+        instance.get_dynamic_partitions(documents_partitions.name)) != {d.partition_key for d in seen.documents}
     if ran_catalog:
         config = {"ops": {"document_catalog": {"config": {"allow_mass_delete": allow_mass_delete}}}}
         catalog_run = _execute(instance, [document_catalog], run_config=config)
@@ -314,6 +284,12 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
             _count_run(summary, run.run_id, _materialization_metadata(run), run.success, lambda: _first_error(run))
     failures = stages.failures([r.doc_path for r in todo]) if todo else {}
     failed = [r for r in todo if r.doc_path in failures and failures[r.doc_path]["source_hash"] == r.content_hash]
+    if only_doc_paths is None:
+        # every document current now? then the next `rag ingest` can say so without Dagster (noop_check)
+        runs_state = run_storage_state()
+        now = stages.read_catalog() if todo else catalog
+        current = not failed and (not todo or not documents_to_run(instance, now.documents, stages))
+        record_noop_token(settings, stages, now if current else None, runs_state)
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     summary.documents_failed = len(summary.errors)
     summary.documents_unchanged = max(0, len(refs) - summary.documents_processed - len(failed))
