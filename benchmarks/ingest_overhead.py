@@ -1,19 +1,21 @@
 """Cost of ingestion against its physical cost (embedding), by default on many small pages.
 
-    python benchmarks/ingest_overhead.py [--docs 1000 | --corpus DIR] [--graphql] [--kill-test 5000]
-        [--profile] [--out FILE]
+    python benchmarks/ingest_overhead.py [--docs 1000 [--tiny] | --corpus DIR] [--graphql] [--sensor]
+        [--kill-test 5000] [--profile] [--out FILE]
 
 In one run, in a scratch folder (the repo's data/ is never touched), with the repo's own
 dagster.yaml (batching SQLite event log), each step a fresh `rag ingest --json` process:
 
-1. full ingest of N small pages (benchmarks/small_docs_corpus.py: one `##` section each, unique), or
-   of a copy of --corpus DIR (e.g. data/docs);
+1. full ingest of N small pages (benchmarks/small_docs_corpus.py: one `##` section each, unique;
+   with --tiny, N one-sentence pages, for 10,000 documents in minutes), or of a copy of --corpus DIR;
 2. the raw encode: the same distinct chunk texts (read back from the state database) embedded by
    the project's own embedder alone, warm, in one `embed_documents` call (it sorts by length and
    batches exactly as ingestion does); ingest ÷ raw encode is the overhead ratio;
 3. a no-op re-run; 4. one document edited (one paragraph appended);
 5. with --graphql: `dagster-webserver` on the scratch instance, and the time for the partition
    statuses of `vector_index` (the asset page's query) over GraphQL;
+   with --sensor: `docs_sensor` ticks on the scratch instance (build_sensor_context): a first tick
+   over every file, a tick with no change, a tick after one edit;
 6. with --kill-test M: a fresh corpus of M tiny pages, `rag ingest` SIGKILLed after
    --kill-after seconds (default 300); reports when the first embedding was stored, how many
    documents were indexed at the kill, and what the next ingest did with them.
@@ -187,13 +189,48 @@ def graphql_partition_statuses(env: dict[str, str], port: int = 3390) -> dict:
         proc.wait(timeout=30)
 
 
+SENSOR_TICKS = r"""
+import json, os, time
+from pathlib import Path
+import dagster as dg
+from rag_assets.orchestration.definitions import defs
+from rag_assets.orchestration.sensors import docs_sensor
+files = sorted(Path(os.environ["RAG_DOCS_DIR"]).rglob("*.md"))
+out = {}
+with dg.DagsterInstance.get() as instance:
+    def tick(cursor):
+        started = time.perf_counter()
+        result = docs_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
+        return result, time.perf_counter() - started
+    first, out["first"] = tick(None)
+    quiet, out["no_change"] = tick(first.cursor)
+    past = time.time() - 60  # settled (the sensor waits for files written in the last 5 s)
+    files[0].write_text(files[0].read_text() + "\nOne more sentence for the sensor benchmark.\n")
+    os.utime(files[0], (past, past))
+    edited, out["one_edit"] = tick(quiet.cursor)
+    out["one_edit_requests"] = len(edited.run_requests or [])
+    out["files"] = len(files)
+print(json.dumps(out))
+"""
+
+
+def sensor_ticks(env: dict[str, str]) -> dict:
+    out = subprocess.run([PYTHON, "-c", SENSOR_TICKS], env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 # -- the kill test ----------------------------------------------------------------------------------
-def kill_test(base: Path, n: int, kill_after: float) -> dict:
-    docs = base / "kill_docs"
+def write_tiny(docs: Path, n: int) -> Path:
+    """n one-sentence pages, 1,000 to a folder."""
     for i in range(n):
         (docs / f"t{i // 1000:02d}").mkdir(parents=True, exist_ok=True)
         (docs / f"t{i // 1000:02d}" / f"tiny-{i:05d}.md").write_text(
             f"# Tiny page {i}\n\n## Note {i}\n\nTiny page number {i} says hello; its code is TP-{i:05d}.\n", encoding="utf-8")
+    return docs
+
+
+def kill_test(base: Path, n: int, kill_after: float) -> dict:
+    docs = write_tiny(base / "kill_docs", n)
     env = scratch_env(base / "kill", docs)
     state_db = base / "kill" / "state" / "state.sqlite"
     proc = subprocess.Popen([PYTHON, "-m", "rag_assets", "ingest", "--json"], env=env, cwd=ROOT,
@@ -268,6 +305,8 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, help="a copy of this folder instead of generated small pages")
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     parser.add_argument("--graphql", action="store_true")
+    parser.add_argument("--sensor", action="store_true")
+    parser.add_argument("--tiny", action="store_true", help="one-sentence pages instead of textbook sections")
     parser.add_argument("--kill-test", type=int, default=0, metavar="M")
     parser.add_argument("--kill-after", type=float, default=300.0)
     parser.add_argument("--profile", action="store_true")
@@ -283,6 +322,9 @@ def main() -> int:
             shutil.copytree(args.corpus, docs)
             args.docs = sum(1 for _ in docs.rglob("*.md"))
             lines[0] = f"## Ingest overhead, {args.docs} documents of {args.corpus} ({dt.date.today()})"
+        elif args.tiny:
+            write_tiny(docs, max(args.docs, 1))
+            lines[0] = f"## Tiny-document ingest, {args.docs} pages ({dt.date.today()})"
         else:
             build(docs, max(args.docs, 1), args.source)
         env = scratch_env(base, docs)
@@ -329,6 +371,11 @@ def main() -> int:
             lines += [f"GraphQL, `vector_index` partition statuses ({g['stats']['numPartitions']} partitions, "
                       f"{g['stats']['numMaterialized']} materialized): first query {g['first']:.2f} s "
                       f"(loads the code location), then {g['warm_median']:.2f} s (median of 3).", ""]
+        if args.sensor:
+            t = sensor_ticks(env)
+            lines += [f"`docs_sensor` ticks ({t['files']:,} files, build_sensor_context on the scratch instance): "
+                      f"first tick over every file {t['first']:.2f} s, no change {t['no_change']:.2f} s, "
+                      f"one file edited {t['one_edit']:.2f} s ({t['one_edit_requests']} run request).", ""]
         if args.kill_test:
             lines += [_kill_line(kill_test(base, args.kill_test, args.kill_after)), ""]
     finally:
