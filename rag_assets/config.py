@@ -90,6 +90,9 @@ class Settings:
     dense_weight: float = 1.0  # hybrid: weight of the dense list (rrf: scaled per query by list confidence)
     keyword_weight: float = 1.0
     heading_weight: float = 0.15  # hybrid second stage: weight of the query/heading match (0 = off)
+    # BM25 field weight: a chunk's title > h1 > h2 counted this many extra times in the keyword index
+    # (chosen 2 in every leave-one-corpus-out fold, benchmarks/retrieval_loco.md; changing it rebuilds the index)
+    keyword_heading_repeats: int = 2
     max_results_per_page: int = 4  # results from one page before other pages come first (0 = no cap)
     # mean dense cosine of the top candidates under which a retrieve() returns nothing; calibrated
     # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (eval min 0.30, off-topic median 0.18)
@@ -170,6 +173,8 @@ class Settings:
             raise ConfigurationError(f"RAG_FUSION: {exc}") from None
         if self.heading_weight < 0:
             raise ConfigurationError(f"RAG_HEADING_WEIGHT must be >= 0, got {self.heading_weight}")
+        if self.keyword_heading_repeats < 0:
+            raise ConfigurationError(f"RAG_KEYWORD_HEADING_REPEATS must be >= 0, got {self.keyword_heading_repeats}")
         if self.max_results_per_page < 0:
             raise ConfigurationError(f"RAG_MAX_RESULTS_PER_PAGE must be >= 0 (0 = no cap), got {self.max_results_per_page}")
         try:
@@ -230,6 +235,7 @@ ENV_VARS: dict[str, str] = {
     "dense_weight": "RAG_DENSE_WEIGHT",
     "keyword_weight": "RAG_KEYWORD_WEIGHT",
     "heading_weight": "RAG_HEADING_WEIGHT",
+    "keyword_heading_repeats": "RAG_KEYWORD_HEADING_REPEATS",
     "max_results_per_page": "RAG_MAX_RESULTS_PER_PAGE",
     "min_relevance": "RAG_MIN_RELEVANCE",
     "max_query_chars": "RAG_MAX_QUERY_CHARS",

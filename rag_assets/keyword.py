@@ -3,7 +3,9 @@
 What is indexed: for every chunk in the Chroma collection, the same text that is embedded
 (``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (casefold, words of two
 or more characters, snake_case/dotted identifiers also split into their parts, English stopwords
-dropped, Snowball English stemming). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
+dropped, Snowball English stemming), with the chunk's ``title > h1 > h2`` header counted
+``heading_repeats`` more times (``RAG_KEYWORD_HEADING_REPEATS``, default 2: a field weight for the
+headings, which name what a section is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
 
 Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
 the re-scoring stage matches the query against) and a row table: per chunk its doc_path, its
@@ -54,7 +56,9 @@ from rag_assets.store import ChromaStore
 log = logging.getLogger(__name__)
 
 # Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
-FORMAT_VERSION = "kw-v2"
+FORMAT_VERSION = "kw-v3"
+# Extra times a chunk's header is counted in the BM25 index (see the module docstring).
+DEFAULT_HEADING_REPEATS = 2
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SUBWORD_SPLIT = re.compile(r"[_]+")
@@ -141,8 +145,12 @@ class ChunkRow:
 class KeywordIndex:
     """BM25 over one Chroma collection, tied to the index generation."""
 
-    def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None, state: StateDB | None = None):
+    def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None, state: StateDB | None = None,
+                 heading_repeats: int = DEFAULT_HEADING_REPEATS):
+        if heading_repeats < 0:
+            raise ValueError(f"heading_repeats must be >= 0, got {heading_repeats}")
         self.store = store
+        self.heading_repeats = heading_repeats
         self.state_dir = Path(state_dir)
         self.collection = collection or store.collection_name
         self.root = self.state_dir / "keyword" / self.collection
@@ -162,7 +170,8 @@ class KeywordIndex:
 
     @classmethod
     def for_settings(cls, store: ChromaStore, settings) -> "KeywordIndex":
-        return cls(store, settings.state_dir, settings.collection, state=StateDB.for_settings(settings))
+        return cls(store, settings.state_dir, settings.collection, state=StateDB.for_settings(settings),
+                   heading_repeats=settings.keyword_heading_repeats)
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -206,6 +215,22 @@ class KeywordIndex:
     def table(self, row: int) -> ChunkRow:
         return self._table[row]
 
+    def rare_terms(self, query: str, row: int, max_chunks: int) -> list[str]:
+        """The query's terms that the chunk at ``row`` contains and at most ``max_chunks`` chunks do."""
+        if not self._ids:
+            return []
+        vocab = self._bm25.vocab_dict
+        indptr, indices = self._bm25.scores["indptr"], self._bm25.scores["indices"]
+        found = []
+        for term in dict.fromkeys(tokenize(query)):
+            tid = vocab.get(term)
+            if tid is None:
+                continue
+            lo, hi = int(indptr[tid]), int(indptr[tid + 1])  # the chunks holding the term: indices[lo:hi]
+            if hi - lo <= max_chunks and row in indices[lo:hi]:
+                found.append(term)
+        return found
+
     def search(self, query: str, top_k: int) -> list[KeywordHit]:
         scores = self.scores(query)
         if scores is None:
@@ -233,6 +258,7 @@ class KeywordIndex:
     def _matches(self, meta: dict, generation: str) -> bool:
         return (
             meta.get("format") == FORMAT_VERSION
+            and meta.get("heading_repeats") == self.heading_repeats
             and meta.get("generation") == generation
             and meta.get("collection_id") == self.store.collection_id
         )
@@ -281,8 +307,9 @@ class KeywordIndex:
             cid, text, meta, emb = row
             meta = meta or {}
             ids.append(cid)
-            corpus.append(tokenize(chunk_index_text(text, meta)))
-            heading_corpus.append(tokenize(chunk_headings_text(meta)))
+            header = tokenize(chunk_headings_text(meta))
+            corpus.append(tokenize(chunk_index_text(text, meta)) + header * self.heading_repeats)
+            heading_corpus.append(header)
             table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text)))
             vectors.append(np.asarray(emb, dtype=np.float32))
             model = model or meta.get("embedding_model")
@@ -302,6 +329,7 @@ class KeywordIndex:
             (tmp / "rows.json").write_text(json.dumps([list(r.__dict__.values()) for r in table]), encoding="utf-8")
             meta = {
                 "format": FORMAT_VERSION,
+                "heading_repeats": self.heading_repeats,
                 "generation": generation,
                 "collection": self.collection,
                 "collection_id": self.store.collection_id,

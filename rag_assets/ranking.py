@@ -5,7 +5,8 @@ ranked ones into results). Hybrid ranking, in order:
 
 1. fuse the dense and keyword scores (``RAG_FUSION``: ``convex`` by default, or ``rrf``; fusion.py);
 2. re-score the fused top ``RESCORE_DEPTH`` with the heading match (rescoring.py);
-3. keep a confident first hit of either list within the top 3 (fusion.confident / keep_within);
+3. keep a confident first hit of either list, and BM25's first hit when it holds a rare query term,
+   within the top 3 (fusion.confident / keep_within / RARE_TERM_MAX_CHUNKS);
 4. collapse near-duplicates and cap results per page (diversity.py).
 
 Single modes rank by their own score and go through step 4 only.
@@ -104,15 +105,18 @@ def rank_hybrid(
     heading_scores: Callable[[Sequence[Candidate]], np.ndarray],
     config: RankingConfig,
     top_k: int,
+    *,
+    rare_term_hit: str | None = None,
 ) -> list[Candidate]:
     """Steps 1-4 of the module docstring. ``heading_scores(cands)``: BM25 of the query against each
-    candidate's headings (called once, for the fused top RESCORE_DEPTH)."""
+    candidate's headings (called once, for the fused top RESCORE_DEPTH). ``rare_term_hit``: the chunk
+    id of BM25's first hit when it contains a query term at most RARE_TERM_MAX_CHUNKS chunks contain."""
     ranked = fuse(candidates, dense_reference, keyword_reference, config)
     if config.heading_weight and len(ranked) > 1:
         head = ranked[:RESCORE_DEPTH]
         scores = rescore(np.array([c.score for c in head]), heading_scores(head), config.heading_weight)
         ranked = _by_score(head, scores) + ranked[RESCORE_DEPTH:]
-    ranked = _keep_confident(ranked, dense_reference, keyword_reference)
+    ranked = _keep_confident(ranked, dense_reference, keyword_reference, rare_term_hit)
     return diversify_candidates(ranked, top_k, config.max_per_page)
 
 
@@ -121,12 +125,17 @@ def diversify_candidates(ranked: Sequence[Candidate], top_k: int, max_per_page: 
                      max_per_page=max_per_page)
 
 
-def _keep_confident(ranked: list[Candidate], dense_reference: np.ndarray, keyword_reference: np.ndarray) -> list[Candidate]:
+def _keep_confident(ranked: list[Candidate], dense_reference: np.ndarray, keyword_reference: np.ndarray,
+                    rare_term_hit: str | None = None) -> list[Candidate]:
     for attr, reference, gap in (("dense", dense_reference, CONFIDENT_GAP_DENSE),
                                  ("keyword", keyword_reference, CONFIDENT_GAP_KEYWORD)):
         if confident(np.sort(np.asarray(reference, dtype=np.float64))[::-1][:2], gap):
             best = max(ranked, key=lambda c: getattr(c, attr))
             ranked = keep_within(ranked, best)
+    if rare_term_hit is not None:
+        hit = next((c for c in ranked if c.chunk_id == rare_term_hit), None)
+        if hit is not None:
+            ranked = keep_within(ranked, hit)
     return ranked
 
 

@@ -9,8 +9,10 @@ hybrid fusion should still return it within the top k.
   with; BM25 returns exactly one hit.
 - ``both lists like other pages``: the other pages are ranked well by BOTH lists. Rank fusion
   (RAG_FUSION=rrf) lets their summed votes beat the page only BM25 ranks first, by a hair here
-  (BM25 1.82 vs 1.79: no clear margin for its confident-hit guard); the default z-scored convex
-  fusion keeps it, because that BM25 score stands far above the list's usual scores.
+  (BM25 1.82 vs 1.79: no clear margin for its confident-hit guard). With the header counted more in
+  BM25 (RAG_KEYWORD_HEADING_REPEATS) the streaming pages' headings draw level with the code's page
+  (2.16 vs 2.15) and z-scored convex fusion alone no longer keeps it either; the rare-term guard
+  (fusion.RARE_TERM_MAX_CHUNKS: only this chunk holds "xq" and "7734") does.
 """
 
 import pytest

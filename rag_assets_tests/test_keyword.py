@@ -3,7 +3,8 @@
 import pytest
 
 from rag_assets.index_generation import bump_generation, read_generation
-from rag_assets.keyword import KeywordIndex, tokenize
+from rag_assets.config import Settings
+from rag_assets.keyword import DEFAULT_HEADING_REPEATS, KeywordIndex, chunk_headings_text, chunk_index_text, tokenize
 from rag_assets.retrieval import Retriever
 from rag_assets_tests.index_builder import build_sample_index
 
@@ -70,3 +71,44 @@ def test_cosines_from_stored_embeddings(index):
     cos = retriever.keyword.cosines(vec, [h.chunk_id for h in dense])
     for h in dense:
         assert cos[h.chunk_id] == pytest.approx(h.score, abs=1e-4)
+
+
+def test_header_repeats_weight_heading_terms_and_are_part_of_the_build(index):
+    settings, store = index
+    assert Settings.from_env({}).keyword_heading_repeats == DEFAULT_HEADING_REPEATS == 2
+    assert Settings.from_env({"RAG_KEYWORD_HEADING_REPEATS": "0"}).keyword_heading_repeats == 0
+    # a term of some chunk's header, to query with
+    cid, _, meta = next((c, t, m) for c, t, m in store.iter_all() if tokenize(chunk_headings_text(m or {})))
+    term = tokenize(chunk_headings_text(meta))[-1]
+    plain = KeywordIndex(store, settings.state_dir, heading_repeats=0)
+    flat = plain.scores(term)
+    row = plain.row(cid)
+    weighted = KeywordIndex(store, settings.state_dir, heading_repeats=3)
+    boosted = weighted.scores(term)
+    # the same build is not reused for another field weight: rebuilt, and it says so
+    assert (weighted.builds, weighted.loads) == (1, 0) and weighted.meta["heading_repeats"] == 3
+    assert boosted[weighted.row(cid)] > flat[row] > 0
+    with pytest.raises(ValueError):
+        KeywordIndex(store, settings.state_dir, heading_repeats=-1)
+    # back to the default: rebuilt again, and the default index is what Retriever.from_settings uses
+    assert Retriever.from_settings(settings).keyword.heading_repeats == DEFAULT_HEADING_REPEATS
+
+
+def test_rare_terms_are_query_terms_few_chunks_contain(index):
+    settings, store = index
+    kw = KeywordIndex(store, settings.state_dir)
+    hit = kw.search("HTTP 429 retry-after", 1)[0]
+    counts = {}
+    for _, text, meta in store.iter_all():
+        for term in set(tokenize(chunk_index_text(text, meta or {}))):
+            counts[term] = counts.get(term, 0) + 1
+    terms = tokenize("HTTP 429 retry-after")
+    rare = kw.rare_terms("HTTP 429 retry-after", hit.row, 2)
+    assert rare and set(rare) <= set(terms) and all(counts[t] <= 2 for t in rare)
+    assert kw.rare_terms("HTTP 429 retry-after", hit.row, 10**6) == [t for t in dict.fromkeys(terms) if t in counts
+                                                                      and hit.row in _rows_with(kw, store, t)]
+    assert kw.rare_terms("pasta carbonara", hit.row, 2) == []  # unknown terms are not rare, just absent
+
+
+def _rows_with(kw, store, term):
+    return {kw.row(cid) for cid, text, meta in store.iter_all() if term in tokenize(chunk_index_text(text, meta or {}))}

@@ -40,6 +40,6 @@ def test_every_layer_uses_the_same_names():
     assert tuple(mode_action.choices) == RetrievalMode.names()
     assert Settings.from_env({"RAG_RETRIEVAL_MODE": "keyword"}).retrieval_mode == "keyword"
     for var, value in (("RAG_RETRIEVAL_MODE", "fuzzy"), ("RAG_FUSION", "borda"), ("RAG_HEADING_WEIGHT", "-1"),
-                       ("RAG_MAX_RESULTS_PER_PAGE", "-2")):
+                       ("RAG_MAX_RESULTS_PER_PAGE", "-2"), ("RAG_KEYWORD_HEADING_REPEATS", "-1")):
         with pytest.raises(ConfigurationError, match=var):
             Settings.from_env({var: value})

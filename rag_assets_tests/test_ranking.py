@@ -63,3 +63,19 @@ def test_confident_keyword_hit_is_kept_in_the_top_3_even_with_rrf():
     assert [c.chunk_id for c in plain].index("rare") >= 3  # rank fusion alone buries it
     ranked = rank_hybrid(shared + [rare], dense_ref, keyword_ref, lambda c: np.zeros(len(c)), config, 5)
     assert "rare" in [c.chunk_id for c in ranked[:3]]
+
+
+def test_bm25_hit_with_a_rare_term_is_kept_in_the_top_3_without_a_score_gap():
+    # the rare-term chunk only just leads BM25 (2.16 vs 2.15: no gap for the confident guard)
+    shared = [cand(f"s{i}", f"s{i}.md", dense=0.6 - 0.01 * i, keyword=2.15 - 0.1 * i) for i in range(8)]
+    rare = cand("rare", "rare.md", dense=0.1, keyword=2.16)
+    dense_ref = np.array([c.dense for c in shared] + [0.3] * 42)
+    keyword_ref = np.array([2.16] + [c.keyword for c in shared] + [0.0] * 41)
+    config = RankingConfig(heading_weight=0)
+    zeros = lambda c: np.zeros(len(c))  # noqa: E731
+    plain = rank_hybrid(shared + [rare], dense_ref, keyword_ref, zeros, config, 5)
+    assert "rare" not in [c.chunk_id for c in plain[:3]]
+    kept = rank_hybrid(shared + [rare], dense_ref, keyword_ref, zeros, config, 5, rare_term_hit="rare")
+    assert [c.chunk_id for c in kept].index("rare") == 2
+    # an id that is not a candidate changes nothing
+    assert rank_hybrid(shared + [rare], dense_ref, keyword_ref, zeros, config, 5, rare_term_hit="gone") == plain
