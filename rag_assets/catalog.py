@@ -8,9 +8,10 @@ Removing a whole index is therefore refused unless asked for explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from rag_assets.models import Catalog
+from rag_assets.models import Catalog, DocumentRef
 from rag_assets.stage_store import INDEXED, StageStore
 
 OPT_IN = (
@@ -69,3 +70,10 @@ def catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
     if {d.doc_path for d in stored.documents} != {d.doc_path for d in seen.documents}:
         return True
     return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)
+
+
+def touched_documents(stored: Catalog, seen: Catalog, skip: Collection[str] = ()) -> list[DocumentRef]:
+    """Files the stored catalog lists whose look (size, mtime, inode, hash) moved since: what
+    StageStore.refresh_catalog records, so the next look does not read them again."""
+    before = {d.doc_path: d for d in stored.documents}
+    return [d for d in seen.documents if d.doc_path not in skip and before.get(d.doc_path) != d]

@@ -14,6 +14,7 @@ The work itself lives in the plain modules (rag_assets.ingestion, catalog, invar
 
 import time
 import warnings
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -35,6 +36,7 @@ from rag_assets.ingestion import (
     run_index,
     run_parse,
     run_split,
+    stale_documents,
 )
 from rag_assets.locks import DocumentLocks
 from rag_assets.models import DocumentRef
@@ -251,6 +253,12 @@ def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreRe
         embedded=model.model_name,
         indexed=index_fingerprint(vector_store.settings().collection, vector_store.collection_id(model), model.model_name),
     )
+
+
+def stale_now(refs: Sequence[DocumentRef], stages: StageStore) -> dict[str, str]:
+    """ingestion.stale_documents against the configured embedder and store: the one staleness rule
+    that `rag ingest`, the sensor and the schedule ask (doc_path -> why)."""
+    return stale_documents(refs, stages, current_fingerprints(EmbedderResource(), VectorStoreResource()))
 
 
 def _check_specs(asset: str, described: dict[str, str]) -> list[dg.AssetCheckSpec]:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from filelock import Timeout
 
-from rag_assets.catalog import catalog_run_needed
+from rag_assets.catalog import catalog_run_needed, touched_documents
 from rag_assets.config import Settings
 from rag_assets.discovery import discover
 from rag_assets.index_generation import read_generation
@@ -150,8 +150,7 @@ def quick_noop(settings: Settings) -> IngestSummary | None:
         if catalog_run_needed(stored, seen) or noop_token(settings, seen, runs, stages) != recorded:
             return None
         # touched files (new mtime, same content): remember how they look now
-        before = {d.doc_path: d for d in stored.documents}
-        stages.refresh_catalog([d for d in seen.documents if before.get(d.doc_path) != d])
+        stages.refresh_catalog(touched_documents(stored, seen))
         errors = [{"doc_path": e.path, "error": e.reason} for e in seen.errors]
         return IngestSummary(
             documents_discovered=len(seen.documents) + len(seen.errors),

@@ -25,7 +25,7 @@ import socket
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -35,22 +35,19 @@ from filelock import FileLock, Timeout
 
 from rag_assets.errors import ConfigurationError, RagError
 
-from rag_assets.catalog import catalog_run_needed
+from rag_assets.catalog import catalog_run_needed, touched_documents
 from rag_assets.discovery import discover
-from rag_assets.locks import INGEST_LOCK_NAME, ingest_lock_file
-from rag_assets.ingestion import stale_documents
+from rag_assets.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.stage_store import StageStore
 
 from rag_assets.orchestration.definitions import defs as definitions
 from .evaluation import retrieval_evaluation
-from .assets import PER_DOCUMENT_ASSETS, current_fingerprints, document_catalog, documents_partitions, vector_index
+from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, vector_index
 from .noop_check import dagster_home, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
 from .resources import (
-    EmbedderResource,
-    VectorStoreResource,
     current_settings,
     store_writer_lock,
 )
@@ -94,19 +91,25 @@ def ingest_lock(state_dir: Path | None = None):
     A second ingest waits (saying so on stderr) rather than failing: when it gets the lock, the
     documents the first one indexed are current and it has nothing left to do."""
     state_dir = Path(state_dir) if state_dir is not None else current_settings().state_dir
-    path = state_dir / INGEST_LOCK_NAME
-    lock = ingest_lock_file(state_dir)
+    with _holding(ingest_lock_file(state_dir), "another ingest is running") as waited:
+        yield waited
+
+
+@contextmanager
+def _holding(lock: FileLock, who: str):
+    """Hold `lock`; when another process has it, say so on stderr (`who` holds it) and wait, for at
+    most RAG_INGEST_LOCK_TIMEOUT seconds. Yields the seconds spent waiting."""
     timeout = _lock_timeout()
     started = time.perf_counter()
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        print(f"rag: another ingest is running ({path}); waiting for it to finish", file=sys.stderr, flush=True)
+        print(f"rag: {who} ({lock.lock_file}); waiting for it to finish", file=sys.stderr, flush=True)
         try:
             lock.acquire(timeout=timeout)
         except Timeout:
             raise IngestBusyError(
-                f"another ingest still holds {path} after {timeout:g} s ({INGEST_LOCK_TIMEOUT_VAR}); try again later"
+                f"{who}: {lock.lock_file} still held after {timeout:g} s ({INGEST_LOCK_TIMEOUT_VAR}); try again later"
             ) from None
     try:
         yield time.perf_counter() - started
@@ -167,7 +170,7 @@ def materialize_documents(
 def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], stages: StageStore) -> list[DocumentRef]:
     """The stale documents (ingestion.stale_documents, the one rule), plus any whose partition
     Dagster has not seen materialized (e.g. a wiped Dagster storage): everything else is done."""
-    stale = stale_documents(refs, stages, current_fingerprints(EmbedderResource(), VectorStoreResource()))
+    stale = stale_now(refs, stages)
     materialized = instance.get_materialized_partitions(vector_index.key)
     return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
 
@@ -191,29 +194,11 @@ def ingest(
         )
     started = time.perf_counter()
     writer = store_writer_lock(settings) if workers == 1 else None
-    with ingest_lock() as waited, _waiting_for(writer):
+    with ingest_lock() as waited, _holding(writer, "another process is writing the vector store") if writer else nullcontext():
         summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers)
     summary.lock_wait_seconds = round(waited, 3)
     summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary
-
-
-@contextmanager
-def _waiting_for(lock: FileLock | None):
-    """Hold `lock` (if any), saying on stderr when it has to wait for another writer."""
-    if lock is None:
-        yield
-        return
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        print(f"rag: another process is writing the vector store ({lock.lock_file}); waiting for it",
-              file=sys.stderr, flush=True)
-        lock.acquire(timeout=_lock_timeout())
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -267,10 +252,8 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     todo = documents_to_run(instance, refs, stages)
     if stored is not None and not ran_catalog:
         # touched files (new mtime, same content): remember how they look now, so the next look
-        # does not read them again
-        before = {d.doc_path: d for d in stored.documents}
-        waiting = {r.doc_path for r in todo}
-        stages.refresh_catalog([r for r in seen.documents if r.doc_path not in waiting and before.get(r.doc_path) != r])
+        # does not read them again (the runs record their own documents)
+        stages.refresh_catalog(touched_documents(stored, seen, skip={r.doc_path for r in todo}))
     if todo:
         publish(ProgressEvent(OVERALL, 0, len(todo)))
     keys = [r.partition_key for r in todo]

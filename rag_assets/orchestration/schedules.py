@@ -12,13 +12,12 @@ import os
 import dagster as dg
 
 from rag_assets.discovery import discover
-from rag_assets.ingestion import stale_documents
 from rag_assets.stage_store import StageStore
 
-from .assets import PER_DOCUMENT_ASSETS, current_fingerprints, document_catalog, documents_partitions, index_audit
+from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, index_audit
 from .evaluation import retrieval_evaluation
 from .partition_ranges import plan_runs
-from .resources import EmbedderResource, VectorStoreResource, current_settings
+from .resources import current_settings
 
 RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 
@@ -42,7 +41,7 @@ def nightly_reconcile(context: dg.ScheduleEvaluationContext):
     # documents registered now are reconciled tonight; files new since the sensor's last look are
     # registered by the catalog run and picked up by the sensor or the next night
     order = context.instance.get_dynamic_partitions(documents_partitions.name)
-    stale = stale_documents(catalog.documents, stages, current_fingerprints(EmbedderResource(), VectorStoreResource()))
+    stale = stale_now(catalog.documents, stages)
     wanted = {d.partition_key for d in catalog.documents if d.doc_path in stale}
     for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
         requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",

@@ -15,13 +15,12 @@ import dagster as dg
 
 from rag_assets.catalog import deletion_refusal, vanished_documents
 from rag_assets.change_detection import detect_changes
-from rag_assets.ingestion import stale_documents
 from rag_assets.models import Catalog
 from rag_assets.stage_store import StageStore
 
-from .assets import PER_DOCUMENT_ASSETS, current_fingerprints, document_catalog, documents_partitions
+from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions
 from .partition_ranges import plan_runs
-from .resources import EmbedderResource, VectorStoreResource, current_settings
+from .resources import current_settings
 
 SENSOR_INTERVAL_SECONDS = int(os.environ.get("RAG_SENSOR_INTERVAL_SECONDS", "30"))
 
@@ -58,8 +57,7 @@ def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
 
     existing = context.instance.get_dynamic_partitions(documents_partitions.name)
     known = set(existing)
-    fingerprints = current_fingerprints(EmbedderResource(), VectorStoreResource())
-    stale = stale_documents(changes.to_process, stages, fingerprints)
+    stale = stale_now(changes.to_process, stages)
     to_process = [r for r in changes.to_process if r.doc_path in stale or r.partition_key not in known]
     new_keys = [r.partition_key for r in to_process if r.partition_key not in known]
     order = list(existing) + new_keys  # the order the partitions will have once added
