@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from rag_assets.state_db import StateDB, local_state_url, state_url
+from rag_assets.state_db import StateDB, local_state_url
 
 _KEY = "index_generation"
 EMPTY = "empty"
@@ -23,7 +23,7 @@ def _db(where) -> StateDB:
         return where
     if isinstance(where, (str, Path)):
         return StateDB.open(local_state_url(where))
-    return StateDB.open(state_url(where))
+    return StateDB.for_settings(where)
 
 
 def read_generation(where) -> str:

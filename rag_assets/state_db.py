@@ -215,12 +215,7 @@ class StateDB:
 
 def state_url(settings) -> str:
     """RAG_STATE_URL, or the SQLite file in the state folder."""
-    url = getattr(settings, "state_url", None)
-    if url:
-        return url
-    folder = Path(settings.state_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{folder / STATE_FILE}"
+    return getattr(settings, "state_url", None) or local_state_url(settings.state_dir)
 
 
 def local_state_url(state_dir: Path | str) -> str:
