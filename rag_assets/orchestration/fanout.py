@@ -29,6 +29,13 @@ _TERMINAL = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.Dagste
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JOB_NAME = "ingest_documents"
 LOCATION = "rag_assets"
+# Runs the CLI starts (in process or fanned out) are tagged with who starts them, so a run whose
+# process was killed can be told apart from one that is still going.
+HOST_TAG, PID_TAG = "rag/host", "rag/pid"
+
+
+def process_tags() -> dict[str, str]:
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
 
 
 @dataclass
@@ -121,7 +128,7 @@ def _create_run(instance, repository, remote_job, snapshot, tags: dict[str, str]
 def _worker_died(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
     """A local run worker (the default launcher) whose process is gone while its run is unfinished.
     Other launchers (Kubernetes, Docker) are watched by Dagster's own run monitoring instead."""
-    if run.status != dg.DagsterRunStatus.STARTED or run.tags.get("rag/host") != socket.gethostname():
+    if run.status != dg.DagsterRunStatus.STARTED or run.tags.get(HOST_TAG) != socket.gethostname():
         return False
     pid = _worker_pid(instance, run.run_id)
     if pid is None:

@@ -43,6 +43,7 @@ from rag_assets.stage_store import StageStore
 
 from rag_assets.orchestration.definitions import defs as definitions
 from .evaluation import retrieval_evaluation
+from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, vector_index
 from .noop_check import dagster_home, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
@@ -117,18 +118,16 @@ def _holding(lock: FileLock, who: str):
         lock.release()
 
 
-def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
-    """asset name -> metadata values of its (first) materialization in this run."""
+def _metadata_by_asset(materializations) -> dict[str, dict]:
+    """asset name -> metadata values of its (first) materialization among these."""
     out: dict[str, dict] = {}
-    for event in result.get_asset_materialization_events():
-        mat = event.step_materialization_data.materialization
+    for mat in materializations:
         out.setdefault(mat.asset_key.to_user_string(), {k: v.value for k, v in mat.metadata.items()})
     return out
 
 
-# In-process runs are tagged with who runs them, so a run whose process was killed can be told apart
-# from one that is still going (see fail_orphaned_runs).
-_HOST_TAG, _PID_TAG = "rag/host", "rag/pid"
+def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
+    return _metadata_by_asset(e.step_materialization_data.materialization for e in result.get_asset_materialization_events())
 
 
 def _execute(
@@ -142,12 +141,9 @@ def _execute(
         instance=instance,
         asset_selection=[a.key for a in selection],
         partition_key=partition_key,
-        tags={**(tags or {}), _HOST_TAG: socket.gethostname(), _PID_TAG: str(os.getpid())},
+        tags={**(tags or {}), **process_tags()},
         # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
-        run_config={
-            **(run_config or {}),
-            "loggers": {"console": {"config": {"log_level": _log_level()}}},
-        },
+        run_config={**(run_config or {}), **_console_logging()},
         raise_on_error=False,
     )
 
@@ -205,16 +201,16 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     """Runs of this host's CLI left STARTED by a killed process: marked failed, so the UI does not
     show them in progress forever (their work is redone by this ingest: stage records are atomic)."""
     host, orphaned = socket.gethostname(), []
-    started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={_HOST_TAG: host}))
+    started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: host}))
     for run in started:
         try:
-            os.kill(int(run.tags.get(_PID_TAG, "0")), 0)
+            os.kill(int(run.tags.get(PID_TAG, "0")), 0)
             continue  # its process is alive: a concurrent run, not an orphan
         except ProcessLookupError:
             pass
         except (PermissionError, ValueError):
             continue
-        instance.report_run_failed(run, f"process {run.tags.get(_PID_TAG)} died during the run (killed?); marked failed by rag")
+        instance.report_run_failed(run, f"process {run.tags.get(PID_TAG)} died during the run (killed?); marked failed by rag")
         orphaned.append(run.run_id)
     return orphaned
 
@@ -298,8 +294,6 @@ def _run_workers(
 ) -> None:
     """The documents as contiguous ranges of about 1/workers of the work each (by bytes, at most
     per_run documents), `workers` runs at a time through the instance's run launcher (fanout)."""
-    from .fanout import launch_document_runs
-
     order = instance.get_dynamic_partitions(documents_partitions.name)
     sizes = {r.partition_key: float(r.size_bytes) for r in todo}
     # about twice as many ranges as workers, the heaviest launched first: the workers finish together
@@ -315,18 +309,13 @@ def _run_workers(
         _count_run(summary, launched.run_id, _instance_metadata(instance, launched.run_id),
                    launched.status == dg.DagsterRunStatus.SUCCESS, error)
 
-    tags = {_HOST_TAG: socket.gethostname(), _PID_TAG: str(os.getpid())}
-    logging = {"loggers": {"console": {"config": {"log_level": _log_level()}}}}
-    launch_document_runs(instance, plans, workers, tags, run_config=logging, on_done=finished)
+    launch_document_runs(instance, plans, workers, process_tags(), run_config=_console_logging(), on_done=finished)
 
 
 def _instance_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict]:
-    """asset name -> metadata of its (first) materialization in a run launched elsewhere."""
-    out: dict[str, dict] = {}
-    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
-        mat = record.dagster_event.step_materialization_data.materialization
-        out.setdefault(mat.asset_key.to_user_string(), {k: v.value for k, v in mat.metadata.items()})
-    return out
+    """The same for a run launched elsewhere, read from the instance's event log."""
+    records = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+    return _metadata_by_asset(r.dagster_event.step_materialization_data.materialization for r in records)
 
 
 def _first_error_of(instance: dg.DagsterInstance, run_id: str) -> str:
@@ -362,10 +351,7 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -
     run = definitions.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=instance,
         asset_selection=[retrieval_evaluation.key],
-        run_config={
-            "ops": {"retrieval_evaluation": {"config": config}},
-            "loggers": {"console": {"config": {"log_level": _log_level()}}},
-        },
+        run_config={"ops": {"retrieval_evaluation": {"config": config}}, **_console_logging()},
         raise_on_error=False,
     )
     meta = _materialization_metadata(run).get("retrieval_evaluation", {})
@@ -407,7 +393,8 @@ def _subclasses(cls: type) -> set[str]:
 _OWN_ERRORS = _subclasses(RagError)
 
 
-def _log_level() -> str:
-    """Dagster's console log level for the CLI's own runs: the CLI reports failures itself (one line
-    each), so by default Dagster prints nothing; RAG_LOG_LEVEL=INFO shows the run logs as they go."""
-    return os.environ.get("RAG_LOG_LEVEL", "CRITICAL")
+def _console_logging() -> dict:
+    """Run config for Dagster's console log level in the CLI's own runs: the CLI reports failures
+    itself (one line each), so by default Dagster prints nothing; RAG_LOG_LEVEL=INFO shows the run
+    logs as they go."""
+    return {"loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "CRITICAL")}}}}
