@@ -219,6 +219,7 @@ class RecordedRequest:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: "_Server"
+    counted_in_flight = False  # True from the request's arrival until its answer starts going out
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
         pass
@@ -383,6 +384,7 @@ class OpenAIStubServer:
             self.requests.append(record)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        h.counted_in_flight = True
         try:
             if path == EMBEDDINGS_PATH and self.latency and self._stopping.wait(self.latency):
                 return
@@ -391,6 +393,13 @@ class OpenAIStubServer:
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             pass  # the client gave up (e.g. timed out during a slow fault)
         finally:
+            self._leave_in_flight(h)
+
+    def _leave_in_flight(self, h: _Handler) -> None:
+        """Once per request, before its answer is written: the client may send its next request as
+        soon as it has read this one, and must not find it still counted."""
+        if h.counted_in_flight:
+            h.counted_in_flight = False
             with self._lock:
                 self.in_flight -= 1
 
@@ -533,5 +542,6 @@ class OpenAIStubServer:
         h.send_header("content-length", str(len(body)))
         h.send_header("connection", "close")
         h.end_headers()
+        self._leave_in_flight(h)
         h.wfile.write(body)
         h.wfile.flush()
