@@ -14,10 +14,6 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from retrieval_quality import load_eval  # noqa: E402
-
 OFF_TOPIC = [
     "How do I cook pasta?",
     "What is the best recipe for chocolate chip cookies?",
@@ -60,11 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from rag_assets.config import Settings
+    from rag_assets.evaluation import load_eval_set
     from rag_assets.retrieval import Retriever
 
     settings = Settings.from_env()
     eval_path = Path(args.eval) if args.eval else settings.eval_dir / "claude-docs.jsonl"
-    questions = [i.get("question") or i.get("query") for i in load_eval(eval_path)]
+    questions = [q.question for q in load_eval_set(eval_path).questions]
     retriever = Retriever.from_settings(settings)
     print(f"index: {retriever.store.count()} chunks; model {retriever.embedder.model_name}; "
           f"threshold now {settings.min_relevance}")

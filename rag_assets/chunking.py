@@ -45,8 +45,8 @@ from rag_assets.tokens import TokenCounter
 @dataclass(frozen=True)
 class ChunkingConfig:
     min_tokens: int = 40
-    target_tokens: int = 160
-    max_tokens: int = 200
+    target_tokens: int = 100  # the defaults of Settings (rag_assets.config)
+    max_tokens: int = 140
     overlap_tokens: int = 0
 
     @classmethod

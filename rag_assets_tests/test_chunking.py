@@ -155,7 +155,7 @@ def test_word_without_spaces_is_cut_into_token_slices(counter: TokenCounter) -> 
     chunks = chunk(blob, counter)
     assert len(chunks) > 1
     assert "".join(c.text for c in chunks) == blob
-    assert all(c.token_count <= 200 for c in chunks)
+    assert all(c.token_count <= ChunkingConfig().max_tokens for c in chunks)
 
 
 def test_code_and_table_never_split_oversized_flagged(counter: TokenCounter) -> None:
@@ -172,7 +172,7 @@ def test_code_and_table_never_split_oversized_flagged(counter: TokenCounter) -> 
     assert len(tab) == 1 and tab[0].oversized and tab[0].text == f"## Table\n\n{table}"
     assert tab[0].block_types == ["heading", "table"]
     for c in chunks:
-        assert c.token_count <= 200 or (c.oversized and {"code", "table"} & set(c.block_types))
+        assert c.token_count <= ChunkingConfig().max_tokens or (c.oversized and {"code", "table"} & set(c.block_types))
 
 
 def test_big_admonition_is_split_as_prose(counter: TokenCounter) -> None:
