@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from rag_assets.chunking import ChunkingConfig, build_index_text, chunk_document
+from rag_assets.config import Settings
 from rag_assets.markdown import split_markdown
 from rag_assets.models import Chunk, ParsedDocument
 from rag_assets.tokens import TokenCounter
@@ -323,3 +324,8 @@ def test_sections_after_a_ten_level_list_are_their_own_chunks(counter: TokenCoun
     assert "## Installation" not in chunks[0].text and "level 10" in chunks[0].text
     assert chunks[1].heading_breadcrumb == ["Setup guide", "Installation"]
     assert "Run the installer." in chunks[1].text and "Remove it." in chunks[2].text
+
+
+def test_the_chunker_defaults_are_the_settings_defaults() -> None:
+    assert ChunkingConfig.from_settings(Settings.from_env({})) == ChunkingConfig()
+    assert ChunkingConfig.from_settings(Settings.from_env({"RAG_CHUNK_MAX_TOKENS": "180"})).max_tokens == 180
