@@ -14,8 +14,8 @@ Two rules (``RAG_FUSION``):
   Ties are broken by the best (smallest) rank in any list, then list order, then first appearance.
 
 Either way a confident top hit of one list is never buried: ``confident`` + ``keep_within``, and
-neither is BM25's top hit when it holds a query term that almost no chunk contains (a part code, an
-error name: ``RARE_TERM_MAX_CHUNKS``).
+neither is the one of BM25's first three hits that holds the most query terms almost no chunk
+contains (a part code, an error name: ``RARE_TERM_MAX_CHUNKS``).
 """
 
 from __future__ import annotations
@@ -69,11 +69,12 @@ def convex(
 CONFIDENT_GAP_DENSE = 0.15
 CONFIDENT_GAP_KEYWORD = 0.4
 KEEP_WITHIN = 3
-# BM25's first hit is also kept within the top KEEP_WITHIN when it contains a query term that at most
-# this many chunks of the index contain: an exact rare term the embedder cannot see. The score gap
-# alone cannot promise that once headings weigh more in BM25 (RAG_KEYWORD_HEADING_REPEATS): common
-# query words in other chunks' headings can then draw level with the rare term's chunk. Like the gap
-# guard it never moves a result on the development corpora (benchmarks/ranking_features.md).
+# Of BM25's first KEEP_WITHIN hits, the one holding the most query terms that at most this many chunks
+# of the index contain (an exact rare term the embedder cannot see) is also kept within the top
+# KEEP_WITHIN. The score gap alone cannot promise that once headings weigh more in BM25
+# (RAG_KEYWORD_HEADING_REPEATS): common query words in other chunks' headings can draw level with, or
+# pass, the rare term's chunk, even in BM25's own list. Like the gap guard it never moves a result on
+# the development corpora (benchmarks/retrieval_corpora.md).
 RARE_TERM_MAX_CHUNKS = 2
 
 

@@ -5,8 +5,8 @@ ranked ones into results). Hybrid ranking, in order:
 
 1. fuse the dense and keyword scores (``RAG_FUSION``: ``convex`` by default, or ``rrf``; fusion.py);
 2. re-score the fused top ``RESCORE_DEPTH`` with the heading match (rescoring.py);
-3. keep a confident first hit of either list, and BM25's first hit when it holds a rare query term,
-   within the top 3 (fusion.confident / keep_within / RARE_TERM_MAX_CHUNKS);
+3. keep a confident first hit of either list, and the one of BM25's first 3 hits holding the most rare
+   query terms, within the top 3 (fusion.confident / keep_within / RARE_TERM_MAX_CHUNKS);
 4. collapse near-duplicates and cap results per page (diversity.py).
 
 Single modes rank by their own score and go through step 4 only.
@@ -110,7 +110,8 @@ def rank_hybrid(
 ) -> list[Candidate]:
     """Steps 1-4 of the module docstring. ``heading_scores(cands)``: BM25 of the query against each
     candidate's headings (called once, for the fused top RESCORE_DEPTH). ``rare_term_hit``: the chunk
-    id of BM25's first hit when it contains a query term at most RARE_TERM_MAX_CHUNKS chunks contain."""
+    id of the one of BM25's first KEEP_WITHIN hits holding the most query terms that at most
+    RARE_TERM_MAX_CHUNKS chunks contain."""
     ranked = fuse(candidates, dense_reference, keyword_reference, config)
     if config.heading_weight and len(ranked) > 1:
         head = ranked[:RESCORE_DEPTH]

@@ -25,7 +25,7 @@ import numpy as np
 from rag_assets.config import Settings
 from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
 from rag_assets.index_watch import current_generation
-from rag_assets.fusion import RARE_TERM_MAX_CHUNKS
+from rag_assets.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
 from rag_assets.keyword import KeywordIndex, section_key, text_key
 from rag_assets.modes import RetrievalMode, validate_top_k
 from rag_assets.query_cache import LRUCache
@@ -264,9 +264,13 @@ class Retriever:
             candidates.append(self._keyword_candidate(int(r), cosines.get(cid, 0.0), float(bm25[r])))
         keyword_reference = bm25[keyword_rows_with_zeros(bm25, depth)] if bm25 is not None else np.zeros(0)
         dense_reference = np.array([h.score for h in dense])
-        rare_hit = None
-        if len(keyword_rows) and self.keyword.rare_terms(query, int(keyword_rows[0]), RARE_TERM_MAX_CHUNKS):
-            rare_hit = self.keyword.chunk_id(int(keyword_rows[0]))
+        # of BM25's first KEEP_WITHIN, the hit holding the most rare query terms (fusion.RARE_TERM_MAX_CHUNKS;
+        # ties: BM25's order): an exact code splits into several rare terms, a word rare by chance is one
+        rare_hit, most = None, 0
+        for r in keyword_rows[:KEEP_WITHIN]:
+            held = len(self.keyword.rare_terms(query, int(r), RARE_TERM_MAX_CHUNKS))
+            if held > most:
+                rare_hit, most = self.keyword.chunk_id(int(r)), held
         ranked = rank_hybrid(candidates, dense_reference, keyword_reference, lambda head: self._heading_scores(query, head),
                              self.ranking, top_k, rare_term_hit=rare_hit)
         results = self._results(ranked, {h.chunk_id: h for h in dense}, vector, cosines)

@@ -1,8 +1,8 @@
 """Hybrid retrieval and a keyword-only hit: an exact rare term the embedder does not rank.
 
 One page mentions the part number XQ-7734-Z, in a context unrelated to the rest of the question.
-Dense retrieval ranks that page outside its top k, BM25 ranks it first; the default (adaptive)
-hybrid fusion should still return it within the top k.
+Dense retrieval ranks that page outside its top k, BM25 ranks it first or close to it; the default
+hybrid ranking should still return it within the top k.
 
 - ``streaming``: the question's other words match other pages, so BM25 returns several hits.
 - ``code alone``: the question is the code, next to look-alike codes the embedder confuses it
@@ -12,7 +12,9 @@ hybrid fusion should still return it within the top k.
   (BM25 1.82 vs 1.79: no clear margin for its confident-hit guard). With the header counted more in
   BM25 (RAG_KEYWORD_HEADING_REPEATS) the streaming pages' headings draw level with the code's page
   (2.16 vs 2.15) and z-scored convex fusion alone no longer keeps it either; the rare-term guard
-  (fusion.RARE_TERM_MAX_CHUNKS: only this chunk holds "xq" and "7734") does.
+  (fusion.RARE_TERM_MAX_CHUNKS: only this chunk holds "xq" and "7734") does. With the header counted
+  three more times, "Errors while streaming" passes it even in BM25's own list (2.22 vs 2.19), which
+  is why the guard looks at BM25's first three, not only its first.
 """
 
 import pytest
@@ -90,9 +92,10 @@ def _check(retriever: Retriever, query: str) -> None:
     keyword = [r.doc_path for r in retriever.search(query, "keyword", TOP_K)]
     retrieval = retriever.retrieve(query, "hybrid", TOP_K)
     hybrid = [r.doc_path for r in retrieval.results]
-    # the premise: the embedder misses the page, BM25 ranks it first
+    # the premise: the embedder misses the page, BM25 ranks it in its top k (first, or passed by a
+    # hair by a page whose heading holds the question's common words)
     assert TARGET not in dense, (query, dense)
-    assert keyword[0] == TARGET, (query, keyword)
+    assert TARGET in keyword, (query, keyword)
     # the property: fusion keeps the keyword-only hit in the top k, next to dense's best
     assert retrieval.fallback_used is False
     assert TARGET in hybrid, (query, hybrid, retrieval.weights)
