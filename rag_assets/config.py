@@ -91,8 +91,9 @@ class Settings:
     keyword_weight: float = 1.0
     heading_weight: float = 0.15  # hybrid second stage: weight of the query/heading match (0 = off)
     # BM25 field weight: a chunk's title > h1 > h2 counted this many extra times in the keyword index
-    # (chosen 2 in every leave-one-corpus-out fold, benchmarks/retrieval_loco.md; changing it rebuilds the index)
-    keyword_heading_repeats: int = 2
+    # (chosen 3 in every leave-one-corpus-out fold with the 40/100/140 chunks, 2 with 40/160/200:
+    # benchmarks/retrieval_loco.md; changing it rebuilds the index)
+    keyword_heading_repeats: int = 3
     max_results_per_page: int = 4  # results from one page before other pages come first (0 = no cap)
     # mean dense cosine of the top candidates under which a retrieve() returns nothing; calibrated
     # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (eval min 0.30, off-topic median 0.18)

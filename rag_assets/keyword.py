@@ -4,7 +4,7 @@ What is indexed: for every chunk in the Chroma collection, the same text that is
 (``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (casefold, words of two
 or more characters, snake_case/dotted identifiers also split into their parts, English stopwords
 dropped, Snowball English stemming), with the chunk's ``title > h1 > h2`` header counted
-``heading_repeats`` more times (``RAG_KEYWORD_HEADING_REPEATS``, default 2: a field weight for the
+``heading_repeats`` more times (``RAG_KEYWORD_HEADING_REPEATS``, default 3: a field weight for the
 headings, which name what a section is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
 
 Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 # Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
 FORMAT_VERSION = "kw-v3"
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
-DEFAULT_HEADING_REPEATS = 2
+DEFAULT_HEADING_REPEATS = 3
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SUBWORD_SPLIT = re.compile(r"[_]+")

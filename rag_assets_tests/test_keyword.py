@@ -75,7 +75,7 @@ def test_cosines_from_stored_embeddings(index):
 
 def test_header_repeats_weight_heading_terms_and_are_part_of_the_build(index):
     settings, store = index
-    assert Settings.from_env({}).keyword_heading_repeats == DEFAULT_HEADING_REPEATS == 2
+    assert Settings.from_env({}).keyword_heading_repeats == DEFAULT_HEADING_REPEATS == 3
     assert Settings.from_env({"RAG_KEYWORD_HEADING_REPEATS": "0"}).keyword_heading_repeats == 0
     # a term of some chunk's header, to query with
     cid, _, meta = next((c, t, m) for c, t, m in store.iter_all() if tokenize(chunk_headings_text(m or {})))
