@@ -96,14 +96,14 @@ class Settings:
     keyword_heading_repeats: int = 3
     max_results_per_page: int = 4  # results from one page before other pages come first (0 = no cap)
     # mean dense cosine of the top candidates under which a retrieve() returns nothing; calibrated
-    # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (eval min 0.30, off-topic median 0.18)
+    # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (hybrid: eval min 0.31, off-topic median 0.16)
     min_relevance: float = 0.25
     max_query_chars: int = 2000
     query_cache_ttl_seconds: float = 300.0
     query_cache_size: int = 256
     # evaluation
     eval_top_k: int = 10
-    # measured on the bundled set: hybrid section recall@5 = 0.81 (2026-11-23, issue #10); minus a 0.06 margin
+    # measured on the bundled set: hybrid section recall@5 = 0.81 (2026-11-24, 40/100/140 chunks); minus a 0.06 margin
     eval_min_hybrid_recall_at_5: float = 0.75
     eval_check_severity: str = "WARN"  # WARN | ERROR
     # extra labelled corpora scored on side indexes: "name=folder;name2=folder2" (rag_assets/evaluation/corpora.py)
