@@ -2,6 +2,7 @@
 
     python benchmarks/retrieval_corpora.py [--workdir /tmp/rag-corpora] [--corpora claude-docs,fastapi,textbook]
         [--modes vector,keyword,hybrid] [--set RAG_MAX_RESULTS_PER_PAGE=0 ...] [--json] [--worst N]
+        [--probe "fastapi::How do I serve images and CSS files?::tutorial/static-files.md"]
 
 Indexes come from benchmarks/corpora.py (built once into --workdir, embeddings cached). Scoring is
 the project's evaluation (rag_assets.evaluation, the section rule of ../shared/README.md): each
@@ -32,6 +33,12 @@ def score_corpus(retriever, name: str, modes: list[str], top_k: int = 10):
     return evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k, ragas=False)
 
 
+def probe_rank(retriever, question: str, doc_path: str, mode: str, top_k: int = 10) -> int | None:
+    """1-based rank of the first result from doc_path among the top_k for question, or None."""
+    pages = [r.doc_path for r in retriever.search(question, mode, top_k)]
+    return pages.index(doc_path) + 1 if doc_path in pages else None
+
+
 def markdown_table(results: dict[str, dict[str, dict[str, float]]], modes: list[str]) -> str:
     lines = ["| corpus | mode | " + " | ".join(HEADERS) + " |", "|---|---|" + "---|" * len(HEADERS)]
     for corpus, by_mode in results.items():
@@ -50,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worst", type=int, default=0, help="also list the N worst hybrid questions per corpus")
     parser.add_argument("--set", action="append", default=[], metavar="VAR=VALUE",
                         help="a RAG_* setting for this run (e.g. RAG_FUSION=rrf); repeatable")
+    parser.add_argument("--probe", action="append", default=[], metavar="CORPUS::QUESTION::DOC_PATH",
+                        help="also print, per mode, where DOC_PATH first appears in the 10 results for QUESTION")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -60,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         retriever, _ = open_corpus(name, Path(args.workdir), **overrides)
         report = score_corpus(retriever, name, modes)
         results[name] = {m: {c: report.metrics[m][c] for c in COLUMNS} for m in modes}
+        for corpus, question, doc_path in (p.split("::", 2) for p in args.probe):
+            if corpus == name:
+                ranks = {m: probe_rank(retriever, question, doc_path, m) for m in modes}
+                print(f"{name}: {doc_path} for {question!r}: "
+                      + ", ".join(f"{m} {r or 'not in the top 10'}" for m, r in ranks.items()), file=sys.stderr)
         if args.worst and not args.json:
             print(f"\n{name}: worst hybrid questions")
             print(report.worst("hybrid", args.worst).to_string())
