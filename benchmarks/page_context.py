@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from corpora import CORPORA, open_corpus  # noqa: E402
-from retrieval_corpora import COLUMNS, markdown_table, probe_rank, score_corpus  # noqa: E402
+from retrieval_corpora import COLUMNS, markdown_table, probe_line, score_corpus  # noqa: E402
 
 PROBE = ("fastapi", "How do I serve images and CSS files?", "tutorial/static-files.md")
 
@@ -42,7 +42,7 @@ def page_summary(doc, blocks, words: int, lead: str) -> str:
             if block.type is BlockType.PROSE and indexable_text(block.text).strip():
                 text = block.text
                 break
-    return " ".join(" ".join(indexable_text(text).split()).split(" ")[:words]).strip()
+    return " ".join(indexable_text(text).split()[:words])
 
 
 def with_summary(index_text: str, summary: str, chunk_text: str) -> str:
@@ -106,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         report = score_corpus(retriever, name, modes)
         results[name] = {m: {c: report.metrics[m][c] for c in COLUMNS} for m in modes}
         if name == PROBE[0]:
-            print(f"{PROBE[2]} for {PROBE[1]!r}: " + ", ".join(
-                f"{m} {probe_rank(retriever, PROBE[1], PROBE[2], m) or 'not in the top 10'}" for m in modes))
+            print(probe_line(retriever, PROBE[1], PROBE[2], modes))
     print(markdown_table(results, modes))
     return 0
 

@@ -39,6 +39,12 @@ def probe_rank(retriever, question: str, doc_path: str, mode: str, top_k: int = 
     return pages.index(doc_path) + 1 if doc_path in pages else None
 
 
+def probe_line(retriever, question: str, doc_path: str, modes: list[str]) -> str:
+    """Where doc_path lands for question in each mode's 10 results, as one line."""
+    return f"{doc_path} for {question!r}: " + ", ".join(
+        f"{m} {probe_rank(retriever, question, doc_path, m) or 'not in the top 10'}" for m in modes)
+
+
 def markdown_table(results: dict[str, dict[str, dict[str, float]]], modes: list[str]) -> str:
     lines = ["| corpus | mode | " + " | ".join(HEADERS) + " |", "|---|---|" + "---|" * len(HEADERS)]
     for corpus, by_mode in results.items():
@@ -61,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also print, per mode, where DOC_PATH first appears in the 10 results for QUESTION")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    probes = [p.split("::", 2) for p in args.probe]
+    if any(len(p) != 3 for p in probes):
+        parser.error("--probe takes CORPUS::QUESTION::DOC_PATH")
 
     modes = args.modes.split(",")
     overrides = _overrides(args.set)
@@ -69,11 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         retriever, _ = open_corpus(name, Path(args.workdir), **overrides)
         report = score_corpus(retriever, name, modes)
         results[name] = {m: {c: report.metrics[m][c] for c in COLUMNS} for m in modes}
-        for corpus, question, doc_path in (p.split("::", 2) for p in args.probe):
+        for corpus, question, doc_path in probes:
             if corpus == name:
-                ranks = {m: probe_rank(retriever, question, doc_path, m) for m in modes}
-                print(f"{name}: {doc_path} for {question!r}: "
-                      + ", ".join(f"{m} {r or 'not in the top 10'}" for m, r in ranks.items()), file=sys.stderr)
+                print(f"{name}: {probe_line(retriever, question, doc_path, modes)}", file=sys.stderr)
         if args.worst and not args.json:
             print(f"\n{name}: worst hybrid questions")
             print(report.worst("hybrid", args.worst).to_string())
