@@ -59,10 +59,10 @@ def corpus_settings(corpus: Corpus, workdir: Path = DEFAULT_WORKDIR, **overrides
 
 def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = False, embedder=None, **overrides):
     """(Retriever, build stats or None) for the corpus; builds its index when empty or asked to."""
-    from rag_assets.embedding_cache import EmbeddingCache
-    from rag_assets.state_db import StateDB, local_state_url
-    from rag_assets.retrieval import Retriever
-    from rag_assets_tests.index_builder import build_index
+    from rag_assets.index.embedding_cache import EmbeddingCache
+    from rag_assets.index.state_db import StateDB, local_state_url
+    from rag_assets.retrieval.retriever import Retriever
+    from rag_assets_tests.support.index_builder import build_index
 
     corpus = CORPORA[name]
     if not corpus.docs.is_dir():
@@ -70,7 +70,7 @@ def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = F
     settings = corpus_settings(corpus, workdir, **overrides)
     retriever = Retriever.from_settings(settings) if embedder is None else None
     if retriever is None:
-        from rag_assets.store import ChromaStore
+        from rag_assets.index.chroma_store import ChromaStore
 
         retriever = Retriever(embedder, ChromaStore.for_settings(settings, embedder), settings)
     built = None

@@ -4,7 +4,7 @@
 
 Everything lives in a temporary folder (docs, Chroma, state, DAGSTER_HOME) unless --keep names
 one. Steps: ingest the conftest sample corpus, snapshot the index, add the hostile files
-(rag_assets_tests/hostile_corpus.py), ingest again, then print the exit code, every reported file
+(rag_assets_tests/support/hostile_corpus.py), ingest again, then print the exit code, every reported file
 with its reason, whether each expected-bad file was reported with the expected reason, the chunk
 count of every good document, and whether the first snapshot survived untouched.
 Exit status 0 when everything matched the expectations, 1 otherwise.
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rag_assets_tests.conftest import SAMPLE_DOCS, write_corpus  # noqa: E402
-from rag_assets_tests.hostile_corpus import EMPTY, GOOD, build_hostile_corpus, unlock  # noqa: E402
+from rag_assets_tests.support.hostile_corpus import EMPTY, GOOD, build_hostile_corpus, unlock  # noqa: E402
 
 
 def ingest(env: dict) -> tuple[int, dict, float]:

@@ -136,8 +136,8 @@ _INSPECT = r"""
 import json, sys
 from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
-from rag_assets.stage_store import CHUNKS, StageStore
-from rag_assets.store import ChromaStore
+from rag_assets.index.stage_store import CHUNKS, StageStore
+from rag_assets.index.chroma_store import ChromaStore
 s = Settings.from_env(); e = load_embedder(s)
 store = ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=e.model_name, dimension=e.dimension)
 stages = StageStore(s.state_dir)

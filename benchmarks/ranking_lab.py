@@ -59,7 +59,7 @@ class LabCorpus:
 
 def load(name: str, workdir: Path = DEFAULT_WORKDIR) -> LabCorpus:
     from rag_assets.evaluation import load_eval_set
-    from rag_assets.keyword import tokenize
+    from rag_assets.index.keyword import tokenize
 
     retriever, _ = open_corpus(name, workdir)
     kw = retriever.keyword

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rag_assets.config import Settings
     from rag_assets.evaluation import load_eval_set
-    from rag_assets.retrieval import Retriever
+    from rag_assets.retrieval.retriever import Retriever
 
     settings = Settings.from_env()
     eval_path = Path(args.eval) if args.eval else settings.eval_dir / "claude-docs.jsonl"

@@ -66,7 +66,7 @@ def _settings(workdir: Path, name: str, **extra):
 
 
 def _store(settings, embedder):
-    from rag_assets.store import ChromaStore
+    from rag_assets.index.chroma_store import ChromaStore
 
     return ChromaStore(
         path=settings.chroma_path,
@@ -94,7 +94,7 @@ def ensure_source(workdir: Path, embedder, source_chroma: str | None = None) -> 
     """The sample corpus's real chunks (id, text, metadata, embedding), indexing data/docs once.
 
     ``source_chroma``: reuse an existing index of data/docs (its default collection) instead."""
-    from rag_assets_tests.index_builder import build_index
+    from rag_assets_tests.support.index_builder import build_index
 
     settings = _settings(workdir, "source")
     if source_chroma:
@@ -118,7 +118,7 @@ def ensure_scaled(workdir: Path, embedder, source: list[tuple], size: int, noise
     """A collection ``scale_<size>`` of exactly ``size`` chunks made from the source chunks."""
     import numpy as np
 
-    from rag_assets.index_generation import bump_generation
+    from rag_assets.index.generation import bump_generation
 
     name = f"scale_{size}"
     settings = _settings(workdir, name)
@@ -168,7 +168,7 @@ sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
 from retrieval_latency import _settings, _store, rss_mb
 from pathlib import Path
 from rag_assets.embedding import load_embedder
-from rag_assets.keyword import KeywordIndex
+from rag_assets.index.keyword import KeywordIndex
 settings = _settings(Path({workdir!r}), {name!r})
 embedder = load_embedder(settings)
 store = _store(settings, embedder)
@@ -228,7 +228,7 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
 
     The modes and the parts are interleaved question by question (order rotated), so a burst of
     load from other processes hits every mode alike instead of whichever mode ran at that moment."""
-    from rag_assets.retrieval import Retriever
+    from rag_assets.retrieval.retriever import Retriever
 
     settings = _settings(workdir, name)
     store = _store(settings, embedder)

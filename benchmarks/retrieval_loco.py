@@ -61,7 +61,7 @@ class Scorer:
 
     def keyword_index(self, name: str, repeats: int):
         """The corpus's keyword index with ``repeats`` header repeats, in a folder of its own."""
-        from rag_assets.keyword import KeywordIndex
+        from rag_assets.index.keyword import KeywordIndex
 
         base = self.base[name]
         if repeats == base.settings.keyword_heading_repeats:
@@ -77,7 +77,7 @@ class Scorer:
     def __call__(self, name: str, variant: dict) -> dict[str, float]:
         key = (name, tuple(sorted(variant.items())))
         if key not in self.cache:
-            from rag_assets.retrieval import Retriever
+            from rag_assets.retrieval.retriever import Retriever
 
             base = self.base[name]
             opts = dict(variant)

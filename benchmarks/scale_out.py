@@ -7,7 +7,7 @@ an OpenAI-compatible embedding server with a fixed latency per request.
 For each worker count: a fresh state database and collection, one `rag ingest --json --workers N`
 process, wall time; then the collections are compared (the same (doc_path, chunk text) pairs).
 Everything lives in a scratch folder; needs Debian's postgresql and the dev extras (see README).
-The embedding server is rag_assets_tests/openai_server.py (hash-based vectors, the latency asked).
+The embedding server is rag_assets_tests/support/openai_server.py (hash-based vectors, the latency asked).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from rag_assets_tests.chroma_server import ChromaServer, free_port  # noqa: E402
+from rag_assets_tests.support.chroma_server import ChromaServer, free_port  # noqa: E402
 from rag_assets_tests.conftest import batching_sqlite_storage, instance_yaml  # noqa: E402
-from rag_assets_tests.openai_server import OpenAIStubServer  # noqa: E402
-from rag_assets_tests.postgres_server import createdb, postgres_server  # noqa: E402
+from rag_assets_tests.support.openai_server import OpenAIStubServer  # noqa: E402
+from rag_assets_tests.support.postgres_server import createdb, postgres_server  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from ingest_overhead import machine  # noqa: E402

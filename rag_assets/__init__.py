@@ -1,6 +1,6 @@
 """rag_assets: markdown folders in, an evaluated, always-current retrieval index out.
 
-The package namespace is lazy (PEP 562): `import rag_assets.markdown` does not import Dagster,
+The package namespace is lazy (PEP 562): `import rag_assets.ingest.markdown` does not import Dagster,
 while `dagster ... -m rag_assets` still finds `defs` and the public API is one import away.
 """
 
@@ -12,13 +12,13 @@ _LAZY = {
     "defs": "rag_assets.orchestration.definitions",
     "load_embedder": "rag_assets.embedding",
     "Settings": "rag_assets.config",
-    "Retriever": "rag_assets.retrieval",
+    "Retriever": "rag_assets.retrieval.retriever",
     "RAGPipeline": "rag_assets.pipeline",
-    "RetrieveRequest": "rag_assets.pipeline",
-    "RAGContext": "rag_assets.pipeline",
-    "RetrievalMode": "rag_assets.modes",
-    "answer_question": "rag_assets.answer",
-    "Answer": "rag_assets.answer",
+    "RetrieveRequest": "rag_assets.retrieval.context",
+    "RAGContext": "rag_assets.retrieval.context",
+    "RetrievalMode": "rag_assets.retrieval.modes",
+    "answer_question": "rag_assets.answer.service",
+    "Answer": "rag_assets.answer.generation",
 }
 
 

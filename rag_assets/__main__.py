@@ -1,5 +1,5 @@
 import sys
 
-from rag_assets.cli import main
+from rag_assets.cli.main import main
 
 sys.exit(main())

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rag_assets.errors import ConfigurationError
-from rag_assets.modes import FusionMethod, RetrievalMode
+from rag_assets.retrieval.modes import FusionMethod, RetrievalMode
 
 LOCAL_EMBEDDER = "local"
 OPENAI_EMBEDDER = "openai"
@@ -85,7 +85,7 @@ class Settings:
     openai_breaker_cooldown_seconds: float = 30.0
     # retrieval
     retrieval_mode: str = RetrievalMode.HYBRID.value  # a RetrievalMode name
-    fusion: str = FusionMethod.CONVEX.value  # hybrid: convex (z-scored scores, weighted) or rrf (rag_assets/fusion.py)
+    fusion: str = FusionMethod.CONVEX.value  # hybrid: convex (z-scored scores, weighted) or rrf (rag_assets/retrieval/fusion.py)
     rrf_k: int = 60  # Reciprocal Rank Fusion constant: score = sum of w / (k + rank)
     dense_weight: float = 1.0  # hybrid: weight of the dense list (rrf: scaled per query by list confidence)
     keyword_weight: float = 1.0
@@ -108,7 +108,7 @@ class Settings:
     eval_check_severity: str = "WARN"  # WARN | ERROR
     # extra labelled corpora scored on side indexes: "name=folder;name2=folder2" (rag_assets/evaluation/corpora.py)
     eval_corpora: str = ""
-    # answers (rag_assets.answer, `rag ask`): an OpenAI-compatible chat endpoint at OPENAI_BASE_URL with OPENAI_API_KEY
+    # answers (rag_assets.answer.generation, `rag ask`): an OpenAI-compatible chat endpoint at OPENAI_BASE_URL with OPENAI_API_KEY
     chat_model: str = ""  # "" = gpt-4o-mini; set it (or OPENAI_BASE_URL) to have RAGPipeline.query() answer too
     chat_temperature: float = 0.3
     chat_max_tokens: int = 1500

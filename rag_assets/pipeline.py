@@ -34,68 +34,17 @@ from typing import Any
 
 from rag_assets.config import Settings
 from rag_assets.errors import VectorDBUnavailableError
-from rag_assets.index_watch import current_generation
-from rag_assets.query_cache import GenerationCache
-from rag_assets.modes import RetrievalMode, validate_top_k
-from rag_assets.retrieval import Retriever, SearchResult, validate_query
+from rag_assets.index.generation import current_generation
+from rag_assets.retrieval.query_cache import GenerationCache
+from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
+from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
+from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_query
 
 log = logging.getLogger(__name__)
 
-PIPELINE_TYPE = "rag_assets.retrieval"
+PIPELINE_TYPE = "rag_assets.retrieval.retriever"
 # stored chunk metadata that is bookkeeping, not something a consumer cites
 _INTERNAL_KEYS = {"content_hash", "embedding_model", "token_count", "oversized", "chunk_index"}
-
-
-@dataclass(frozen=True)
-class RetrieveRequest:
-    query: str
-    context_key: str | None = None  # e.g. "{channel_id}:{user_id}"; part of the cache key
-    max_chunks: int = 5
-    min_relevance: float | None = None  # None = RAG_MIN_RELEVANCE
-    mode: str | None = None  # vector | keyword | hybrid; None = RAG_RETRIEVAL_MODE
-
-
-@dataclass(frozen=True)
-class DocumentChunk:
-    chunk_id: str
-    document_id: str  # the document's path relative to the docs folder
-    doc_path: str
-    text: str
-    metadata: dict[str, Any]  # source, doc_type, last_update_date, section, title, ... when present
-    relevance_score: float  # dense cosine similarity of query and chunk
-    position_in_doc: int  # chunk_index, for citation
-    section: str = ""
-    heading_breadcrumb: str = ""
-    retrieval_rank: int = 0  # 1-based place in the mode's ranking
-    retrieval_score: float = 0.0  # the mode's score (cosine, BM25 or RRF)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class RAGContext:
-    context_id: uuid.UUID
-    query_id: uuid.UUID
-    query: str
-    mode: str
-    document_chunks: list[DocumentChunk]
-    relevance_scores: list[float]
-    total_chunks: int
-    avg_relevance: float
-    meets_threshold: bool
-    min_relevance: float
-    cached: bool = False
-    fallback_used: bool = False
-    generation: str = ""
-    elapsed_ms: float = 0.0
-    weights: tuple[float, float] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["context_id"] = str(self.context_id)
-        data["query_id"] = str(self.query_id)
-        return data
 
 
 class RAGPipeline:
@@ -176,7 +125,7 @@ class RAGPipeline:
         """The multi-pipeline API (pipeline-api-contract): contexts for query, and an answer when configured.
 
         ``answer`` is "" unless a chat model is configured (OPENAI_API_KEY and RAG_CHAT_MODEL or
-        OPENAI_BASE_URL set): then it is rag_assets.answer's answer from these contexts, with
+        OPENAI_BASE_URL set): then it is rag_assets.answer.generation's answer from these contexts, with
         ``[Source N]`` citations (N-th of ``contexts``), its "not found" message when there are no
         contexts, or a graceful message (``metadata["answer_error"]``) when the chat model failed.
         kwargs: context_key, min_relevance (default RAG_MIN_RELEVANCE).
@@ -203,7 +152,7 @@ class RAGPipeline:
             if chunk.doc_path not in sources:
                 sources.append(chunk.doc_path)
         answer, answer_meta = "", {}
-        from rag_assets.answer import answer_from_context, chat_configured
+        from rag_assets.answer.generation import answer_from_context, chat_configured
 
         if chat_configured(self.settings):
             generated = answer_from_context(context.query, context, settings=self.settings)

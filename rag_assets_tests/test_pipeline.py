@@ -7,8 +7,8 @@ import pytest
 from rag_assets import RAGContext, RAGPipeline, RetrieveRequest
 from rag_assets.config import Settings
 from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
-from rag_assets.index_generation import bump_generation
-from rag_assets_tests.index_builder import build_sample_index
+from rag_assets.index.generation import bump_generation
+from rag_assets_tests.support.index_builder import build_sample_index
 
 
 @pytest.fixture(scope="module")

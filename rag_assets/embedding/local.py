@@ -29,7 +29,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
 MAX_INPUT_TOKENS = 256  # the model's max_seq_length; the vendored tokenizer.json says 128, which is wrong here
 MAX_BATCH_TOKENS = 512  # rows x padded length per inference call (see _batches)
-_TOKENIZER_RESOURCE = ("models", MODEL_NAME, "tokenizer.json")
+_TOKENIZER_RESOURCE = ("model_files", MODEL_NAME, "tokenizer.json")
 
 
 def default_model_path() -> Path:
@@ -65,7 +65,7 @@ class MiniLMOnnxEmbedder:
                 if self._truncating is None or self._counting is None:
                     from tokenizers import Tokenizer
 
-                    raw = resources.files("rag_assets").joinpath(*_TOKENIZER_RESOURCE).read_text(encoding="utf-8")
+                    raw = resources.files("rag_assets.embedding").joinpath(*_TOKENIZER_RESOURCE).read_text(encoding="utf-8")
                     truncating = Tokenizer.from_str(raw)
                     truncating.enable_truncation(max_length=MAX_INPUT_TOKENS)
                     # padding is done per length-sorted batch in _run; padding here would pad every

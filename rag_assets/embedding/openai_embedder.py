@@ -47,7 +47,7 @@ from rag_assets.openai_errors import describe, error_message, retry_after
 if TYPE_CHECKING:
     from openai import OpenAI
 
-    from rag_assets.tokens import TokenCounter
+    from rag_assets.ingest.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ class OpenAIEmbedder:
 
     def _tokens(self) -> TokenCounter:
         if self._counter is None:
-            from rag_assets.tokens import TokenCounter
+            from rag_assets.ingest.tokens import TokenCounter
 
             self._counter = TokenCounter.for_name("cl100k_base", self._tiktoken_cache_dir)
         return self._counter

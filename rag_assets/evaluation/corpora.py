@@ -4,7 +4,7 @@
 - Extra corpora (``RAG_EVAL_CORPORA="fastapi=data/samples/fastapi;other=/path"``): each folder holds
   its documents in ``docs/`` and its questions in ``*.jsonl`` (top level or ``eval/``). Each gets a
   side index of its own (its own Chroma collection and state under
-  ``<RAG_STATE_DIR>/eval_corpora/<name>/``), kept current by rag_assets.folder_index, so the UI can
+  ``<RAG_STATE_DIR>/eval_corpora/<name>/``), kept current by rag_assets.ingest.folder_index, so the UI can
   show every corpus side by side per mode without touching the main index.
 """
 

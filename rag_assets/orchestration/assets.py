@@ -9,7 +9,7 @@ reconciled away). The five per-document assets are partitioned per document; eac
 range of documents (each asset loops over `context.partition_keys`), at most
 RAG_DOCUMENTS_PER_RUN of them (UI backfills fan out into runs of that size). Their checks verify
 the documents of the run; `index_audit` verifies the whole index on demand and every night.
-The work itself lives in the plain modules (rag_assets.ingestion, catalog, invariants).
+The work itself lives in the plain modules (rag_assets.ingest.stages, catalog, invariants).
 """
 
 import time
@@ -18,12 +18,12 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from rag_assets import invariants
-from rag_assets.catalog import deletion_refusal, vanished_documents
-from rag_assets.chunking import ChunkingConfig
+from rag_assets.index import invariants
+from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
+from rag_assets.ingest.chunking import ChunkingConfig
 from rag_assets.config import Settings
-from rag_assets.discovery import DocumentTooLarge, discover, fingerprint_file, partition_key_for
-from rag_assets.ingestion import (
+from rag_assets.ingest.discovery import DocumentTooLarge, discover, fingerprint_file, partition_key_for
+from rag_assets.ingest.stages import (
     Fingerprints,
     StageReport,
     index_fingerprint,
@@ -38,11 +38,11 @@ from rag_assets.ingestion import (
     run_split,
     stale_documents,
 )
-from rag_assets.locks import DocumentLocks
+from rag_assets.index.locks import DocumentLocks
 from rag_assets.models import DocumentRef
 from rag_assets.progress import ProgressEvent, Reporter, Throttle, describe, publish
-from rag_assets.stage_store import StageStore
-from rag_assets.tokens import TokenCounter
+from rag_assets.index.stage_store import StageStore
+from rag_assets.ingest.tokens import TokenCounter
 
 from .resources import EmbedderResource, VectorStoreResource, current_settings
 

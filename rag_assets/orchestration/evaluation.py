@@ -19,7 +19,7 @@ from typing import Any
 
 import dagster as dg
 
-from rag_assets.modes import RetrievalMode
+from rag_assets.retrieval.modes import RetrievalMode
 
 from .assets import vector_index
 from .resources import EmbedderResource, VectorStoreResource, current_settings
@@ -127,7 +127,7 @@ def retrieval_evaluation(
 
 def _score(questions, model, store, settings, modes, top_k, results_dir):
     from rag_assets.evaluation.runner import evaluate_retrieval
-    from rag_assets.retrieval import Retriever
+    from rag_assets.retrieval.retriever import Retriever
 
     retriever = Retriever(model, store, settings)
     started = time.perf_counter()
@@ -144,10 +144,10 @@ class _Scored:
 
 def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
     """Bring the corpus's side index up to date, score its questions, and return its metadata."""
-    from rag_assets.embedding_cache import EmbeddingCache
+    from rag_assets.index.embedding_cache import EmbeddingCache
     from rag_assets.evaluation.evalset import load_eval_sets
-    from rag_assets.folder_index import index_folder
-    from rag_assets.store import ChromaStore
+    from rag_assets.ingest.folder_index import index_folder
+    from rag_assets.index.chroma_store import ChromaStore
 
     side = corpus.settings(settings)
     # the main embedding cache: a text embedded for either index is never embedded again

@@ -27,14 +27,14 @@ from pathlib import Path
 
 from filelock import Timeout
 
-from rag_assets.catalog import catalog_run_needed, touched_documents
+from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
 from rag_assets.config import Settings
-from rag_assets.discovery import discover
-from rag_assets.index_generation import read_generation
-from rag_assets.locks import ingest_lock_file
+from rag_assets.ingest.discovery import discover
+from rag_assets.index.generation import read_generation
+from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, IngestSummary
-from rag_assets.stage_store import StageStore
-from rag_assets.store import embedded_collection_id
+from rag_assets.index.stage_store import StageStore
+from rag_assets.index.chroma_store import embedded_collection_id
 
 TOKEN_KEY = "noop_token"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from filelock import FileLock
 
 from rag_assets.config import Settings
 from rag_assets.embedding import Embedder, load_embedder
-from rag_assets.embedding_cache import EmbeddingCache
-from rag_assets.store import ChromaStore, embedded_collection_id
+from rag_assets.index.embedding_cache import EmbeddingCache
+from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
 
 
 def current_settings() -> Settings:
@@ -33,7 +33,7 @@ def store_writer_lock(settings: Settings) -> FileLock | None:
     this lock, kept in the store's own folder, is held by whoever writes it, for as long as they
     may write: a run's vector stage, or a whole `rag ingest` (whose process keeps the store open).
     Re-entrant within a process. A Chroma server takes many writers: None (documents are locked
-    one by one instead, rag_assets.locks)."""
+    one by one instead, rag_assets.index.locks)."""
     if settings.chroma_host:
         return None
     folder = Path(settings.chroma_path)

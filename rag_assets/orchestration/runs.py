@@ -35,11 +35,11 @@ from filelock import FileLock, Timeout
 
 from rag_assets.errors import ConfigurationError, RagError
 
-from rag_assets.catalog import catalog_run_needed, touched_documents
-from rag_assets.discovery import discover
-from rag_assets.locks import ingest_lock_file
+from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
+from rag_assets.ingest.discovery import discover
+from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
-from rag_assets.stage_store import StageStore
+from rag_assets.index.stage_store import StageStore
 
 from rag_assets.orchestration.definitions import defs as definitions
 from .evaluation import retrieval_evaluation

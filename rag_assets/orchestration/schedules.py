@@ -11,8 +11,8 @@ import os
 
 import dagster as dg
 
-from rag_assets.discovery import discover
-from rag_assets.stage_store import StageStore
+from rag_assets.ingest.discovery import discover
+from rag_assets.index.stage_store import StageStore
 
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, index_audit
 from .evaluation import retrieval_evaluation

@@ -1,6 +1,6 @@
 """docs_sensor: follow every save, delete, rename, revert and restore in the docs folder.
 
-Each tick asks rag_assets.change_detection what changed since its cursor, keeps only the documents
+Each tick asks rag_assets.ingest.change_detection what changed since its cursor, keeps only the documents
 the one staleness rule (ingestion.stale_documents) says still need work (a version `rag ingest`
 already indexed needs no run), registers new documents as partitions, and requests the catalog run
 (only when files appeared or vanished: it removes vanished documents) plus runs over the changed
@@ -13,10 +13,10 @@ import os
 
 import dagster as dg
 
-from rag_assets.catalog import deletion_refusal, vanished_documents
-from rag_assets.change_detection import detect_changes
+from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
+from rag_assets.ingest.change_detection import detect_changes
 from rag_assets.models import Catalog
-from rag_assets.stage_store import StageStore
+from rag_assets.index.stage_store import StageStore
 
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions
 from .partition_ranges import plan_runs

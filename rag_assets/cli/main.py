@@ -1,0 +1,385 @@
+"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask. Ingestion always runs through Dagster.
+
+Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+
+from rag_assets.config import apply_offline_defaults
+from rag_assets.errors import ConfigurationError, RagError
+from rag_assets.retrieval.modes import MAX_TOP_K, RetrievalMode, validate_top_k
+
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+
+apply_offline_defaults()  # before Dagster, Chroma, onnxruntime or ragas are imported
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks (also RAG_DEBUG=1)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="discover, chunk, embed and index every markdown file")
+    p.add_argument("--docs-dir", help="docs folder (default: RAG_DOCS_DIR or data/docs)")
+    p.add_argument("--allow-mass-delete", action="store_true",
+                   help="remove vanished documents even when that empties most of the index (RAG_ALLOW_MASS_DELETE=1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--workers", type=int, default=1,
+                   help="document runs in flight at once, launched through the instance's run launcher "
+                        "(needs a Chroma server, CHROMA_HOST; default 1: runs in this process)")
+
+    p = sub.add_parser("ingest-doc", help="ingest one document")
+    p.add_argument("path", help="the file, as a path or relative to the docs folder")
+    p.add_argument("--docs-dir")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    p = sub.add_parser(
+        "query",
+        help="retrieve the chunks that best answer a question",
+        description="Retrieve the chunks that best answer a question (or every question of a JSONL file).",
+    )
+    p.add_argument("text", nargs="?", help="the question (omit with --batch)")
+    p.add_argument("--batch", metavar="FILE.jsonl",
+                   help='one JSON object a line with "id" and "question" (or "query"); prints one JSON line per input')
+    p.add_argument("--mode", choices=RetrievalMode.names(), default=None,
+                   help="retrieval mode (default: RAG_RETRIEVAL_MODE or hybrid)")
+    p.add_argument("--top-k", type=int, default=5, help=f"results per question, 1-{MAX_TOP_K} (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser(
+        "ask",
+        help="answer a question from the indexed documents, citing them as [Source N]",
+        description="Retrieve the most relevant chunks (hybrid) and have the chat model (RAG_CHAT_MODEL at "
+                    "OPENAI_BASE_URL, key OPENAI_API_KEY) answer from them with [Source N] citations. "
+                    "Exit 1 when the chat model failed (the sources are still printed).",
+    )
+    p.add_argument("question", help="the question")
+    p.add_argument("--max-sources", type=int, default=5, help=f"sources retrieved and cited, 1-{MAX_TOP_K} (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("evaluate", help="score retrieval on the eval sets (materializes retrieval_evaluation)")
+    p.add_argument("--eval-set", action="append", metavar="FILE.jsonl",
+                   help="an eval set (repeatable; default: every *.jsonl under RAG_EVAL_DIR)")
+    p.add_argument("--top-k", type=int, default=0, help="results retrieved per question (default RAG_EVAL_TOP_K=10)")
+    p.add_argument("--json", action="store_true", help="print the metrics (mode -> metric -> value) and per-question rows")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    debug = args.debug or os.environ.get("RAG_DEBUG", "").lower() in ("1", "true", "yes")
+    try:
+        if getattr(args, "docs_dir", None):
+            os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
+        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask}[args.command](args)
+    except (ConfigurationError, FileNotFoundError) as exc:
+        return _fail(args, f"configuration error: {_message(exc)}", EXIT_USAGE, debug)
+    except RagError as exc:
+        return _fail(args, str(exc), EXIT_PARTIAL, debug)
+    except KeyboardInterrupt:
+        return _fail(args, "interrupted; finished runs are kept, the next `rag ingest` continues", 130, debug)
+    except Exception as exc:  # a bug or an unexpected failure: still one line, the traceback on request
+        return _fail(args, f"unexpected error: {type(exc).__name__}: {exc} (RAG_DEBUG=1 or --debug shows the traceback)",
+                     EXIT_PARTIAL, debug)
+
+
+def _message(exc: BaseException) -> str:
+    # FileNotFoundError(errno, strerror, filename) prints as "[Errno 2] ...": say it plainly
+    if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc)
+
+
+def _fail(args, message: str, code: int, debug: bool) -> int:
+    """One clear line on stderr (the traceback only when debugging); with --json, also an object
+    with the error on stdout, so a script always gets JSON."""
+    if debug:
+        traceback.print_exc()
+    print(f"rag: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"errors": [{"error": message}], "exit_code": code}, indent=2))
+    return code
+
+
+def _print_summary(summary, as_json: bool) -> int:
+    from dataclasses import asdict
+
+    data = asdict(summary)
+    if as_json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(
+            f"documents: {summary.documents_discovered} discovered, {summary.documents_processed} processed, "
+            f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed, {summary.documents_deleted} deleted\n"
+            f"chunks written: {summary.chunks_written}; embeddings computed: {summary.embeddings_computed}, "
+            f"reused: {summary.embeddings_reused}; {summary.duration_seconds:.1f} s (runs: {', '.join(summary.run_ids)})"
+        )
+        for err in summary.errors:
+            print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
+    return EXIT_PARTIAL if summary.documents_failed else EXIT_OK
+
+
+def _ingest(args) -> int:
+    from rag_assets.config import Settings
+    from rag_assets.orchestration.noop_check import quick_noop
+
+    started = time.perf_counter()
+    settings = Settings.from_env()  # validate configuration before any run starts
+    # nothing changed since the last full ingest? answered without importing Dagster (~2 s)
+    summary = quick_noop(settings) if args.workers == 1 else None
+    if summary is not None:
+        summary.duration_seconds = round(time.perf_counter() - started, 3)
+        return _print_summary(summary, args.json)
+    from rag_assets.orchestration.runs import ingest
+
+    with _progress_bars(args):
+        summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers)
+    return _print_summary(summary, args.json)
+
+
+def _ingest_doc(args) -> int:
+    from rag_assets.config import Settings
+    from rag_assets.orchestration.runs import ingest
+
+    settings = Settings.from_env()
+    path = Path(args.path)
+    candidate = path.resolve() if path.exists() else (settings.docs_dir / path).resolve()
+    if not candidate.is_file():
+        raise FileNotFoundError(f"no such document: {args.path}")
+    if not candidate.is_relative_to(settings.docs_dir):
+        raise ConfigurationError(f"{args.path} is not inside the docs folder {settings.docs_dir} (set RAG_DOCS_DIR)")
+    doc_path = candidate.relative_to(settings.docs_dir).as_posix()
+    with _progress_bars(args):
+        summary = ingest(only_doc_paths=[doc_path])
+    if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
+        summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, or refused)"})
+        summary.documents_failed = len(summary.errors)
+    return _print_summary(summary, args.json)
+
+
+@contextmanager
+def _progress_bars(args):
+    """Progress bars on stderr while a terminal watches; nothing with --json/--quiet or when piped."""
+    if getattr(args, "json", False) or getattr(args, "quiet", False) or not sys.stderr.isatty():
+        yield
+        return
+    from rag_assets.progress import listening
+    from rag_assets.cli.progress_bars import TerminalProgress
+
+    bars = TerminalProgress(sys.stderr)
+    try:
+        with listening(bars):
+            yield
+    finally:
+        bars.close()
+
+
+def _query(args) -> int:
+    from rag_assets.errors import InvalidQueryError
+    from rag_assets.pipeline import RAGPipeline
+
+    if (args.text is None) == (args.batch is None):
+        print("rag: query needs either a question or --batch FILE.jsonl (not both)", file=sys.stderr)
+        return EXIT_USAGE
+    if not _valid_count(args.top_k, "--top-k"):
+        return EXIT_USAGE
+    if args.batch is not None:
+        batch = Path(args.batch)
+        if not batch.is_file():
+            print(f"rag: batch file not found: {batch}", file=sys.stderr)
+            return EXIT_USAGE
+        return _query_batch(RAGPipeline.from_settings(), batch, args.mode, args.top_k)
+
+    pipeline = RAGPipeline.from_settings()
+    try:
+        results = pipeline.search(args.text, args.mode, args.top_k)
+    except InvalidQueryError as exc:
+        print(f"rag: invalid query: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    mode = RetrievalMode.parse(args.mode, pipeline.settings.retrieval_mode)
+    threshold = pipeline.settings.min_relevance
+    relevance = [r.relevance for r in results if r.relevance is not None]
+    avg = sum(relevance) / len(relevance) if relevance else 0.0
+    meets = bool(results) and avg >= threshold
+    if args.json:
+        print(json.dumps(
+            {"query": args.text, "mode": mode, "avg_relevance": round(avg, 6), "meets_threshold": meets,
+             "results": [r.as_dict() for r in results]},
+            indent=2, ensure_ascii=False,
+        ))
+    else:
+        for rank, r in enumerate(results, 1):
+            crumb = r.heading_breadcrumb or r.section
+            rel = f" cos {r.relevance:.3f}" if r.relevance is not None and mode is not RetrievalMode.VECTOR else ""
+            print(f"{rank}. [{r.score:.3f}{rel}] {r.doc_path} — {crumb}")
+            snippet = " ".join(r.text.split())[:240]
+            print(f"   {snippet}")
+        if not results:
+            print("no results (is the index empty? run `rag ingest`)")
+        elif not meets:
+            print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
+                  "the indexed documents probably do not answer this)")
+    return EXIT_OK
+
+
+def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int) -> int:
+    """One JSON line per input line; a bad line is reported (file:line) and skipped, exit 1 at the end."""
+    from rag_assets.errors import InvalidQueryError
+
+    failures = 0
+    # Binary, decoded line by line: one line in another encoding must fail alone, not the whole file.
+    with open(batch, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if lineno == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                failures += 1
+                print(f"rag: {batch}:{lineno}: not valid UTF-8 (byte {exc.start + 1} of the line): "
+                      "re-save the file as UTF-8", file=sys.stderr)
+                continue
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                if not isinstance(item, dict):
+                    raise ValueError(f"expected a JSON object, got {type(item).__name__}")
+                question = item.get("question", item.get("query"))
+                if not isinstance(question, str):
+                    raise ValueError('needs a "question" (or "query") string')
+                results = pipeline.search(question, mode, top_k)
+            except (ValueError, InvalidQueryError) as exc:  # json.JSONDecodeError is a ValueError
+                failures += 1
+                print(f"rag: {batch}:{lineno}: {exc}", file=sys.stderr)
+                continue
+            print(json.dumps(
+                {"id": item.get("id"), "query": question, "results": [r.as_dict() for r in results]},
+                ensure_ascii=False,
+            ), flush=True)
+    if failures:
+        print(f"rag: {failures} line(s) of {batch} failed", file=sys.stderr)
+    return EXIT_PARTIAL if failures else EXIT_OK
+
+
+def _ask(args) -> int:
+    from rag_assets.answer.service import answer_question
+    from rag_assets.errors import InvalidQueryError
+
+    if not _valid_count(args.max_sources, "--max-sources"):
+        return EXIT_USAGE
+    try:
+        result = answer_question(args.question, args.max_sources)
+    except InvalidQueryError as exc:
+        print(f"rag: invalid question: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(result.answer)
+        if result.sources:
+            print("\nSources:")
+            for source in result.sources:
+                where = source.heading_breadcrumb or source.section
+                mark = "" if source.number in result.cited_sources or not result.cited_sources else " (not cited)"
+                print(f"[Source {source.number}] {source.doc_path}" + (f" — {where}" if where else "") + mark)
+        if result.invalid_citations:
+            print(f"(the answer cites sources that do not exist: {result.invalid_citations})")
+    sys.stdout.flush()
+    if result.error:
+        print(f"rag: {result.error}", file=sys.stderr)
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+# The table `rag evaluate` prints: section-level headline metrics, one column per mode.
+_EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "section.recall@5",
+               "section.recall@10", "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10",
+               "ragas.id_based_context_precision", "ragas.id_based_context_recall", "latency_ms.p95")
+
+
+def _evaluate(args) -> int:
+    from rag_assets.config import Settings
+    from rag_assets.evaluation.corpora import NO_EVAL_SET, main_eval_sets, parse_eval_corpora
+    from rag_assets.orchestration.runs import evaluate
+
+    settings = Settings.from_env()
+    try:
+        corpora = parse_eval_corpora(settings.eval_corpora)
+    except ValueError as exc:
+        raise ConfigurationError(f"RAG_EVAL_CORPORA: {exc}") from None
+    if not main_eval_sets(settings.eval_dir, args.eval_set or []) and not corpora:
+        print(f"rag: {NO_EVAL_SET.format(eval_dir=settings.eval_dir)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.top_k and not _valid_count(args.top_k, "--top-k"):
+        return EXIT_USAGE
+    for path in args.eval_set or []:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no such eval set: {path}")
+    outcome = evaluate(args.eval_set, args.top_k or None)
+    if not outcome.success:
+        print(f"rag: evaluation failed (run {outcome.run_id}): {outcome.error}", file=sys.stderr)
+        return EXIT_PARTIAL
+    modes = outcome.summary.get("modes", {})
+    if args.json:
+        import pandas as pd
+
+        rows = pd.read_parquet(outcome.rows_path).to_dict(orient="records") if outcome.rows_path else []
+        payload = {"metrics": modes, "checks": outcome.checks, "skipped": outcome.summary.get("skipped", {}),
+                   "questions": outcome.summary.get("questions"), "top_k": outcome.summary.get("top_k"),
+                   "run_id": outcome.run_id, "rows": rows}
+        print(json.dumps(payload, indent=2, default=_jsonable, ensure_ascii=False))
+    else:
+        names = [m for m in RetrievalMode.names() if m in modes] + [m for m in modes if m not in RetrievalMode.names()]
+        print(f"{outcome.summary.get('questions')} questions, top_k={outcome.summary.get('top_k')} (run {outcome.run_id})")
+        print(f"{'metric':34}" + "".join(f"{m:>10}" for m in names))
+        for metric in _EVAL_TABLE:
+            values = [modes[m].get(metric) for m in names]
+            if all(v is None for v in values):
+                continue
+            print(f"{metric:34}" + "".join(f"{v:>10.3f}" if v is not None else f"{'-':>10}" for v in values))
+        for reason in sorted(set(outcome.summary.get("skipped", {}).values()))[:3]:
+            print(f"skipped: {reason}")
+        print(f"per-question results: {outcome.rows_path}")
+    sys.stdout.flush()
+    failed_errors = 0
+    for name, check in outcome.checks.items():
+        status = "passed" if check["passed"] else f"FAILED ({check['severity']})"
+        detail = check["metadata"].get("problems", "")
+        print(f"check {name}: {status}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
+        failed_errors += (not check["passed"]) and check["severity"] == "ERROR"
+    return EXIT_PARTIAL if failed_errors else EXIT_OK
+
+
+def _valid_count(value: int, flag: str) -> bool:
+    try:
+        validate_top_k(value, flag)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,471 @@
+"""Keyword (BM25) retrieval over the indexed chunks, persisted and rebuilt only when the index changes.
+
+What is indexed: for every chunk in the Chroma collection, the same text that is embedded
+(``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (casefold, words of two
+or more characters, snake_case/dotted identifiers also split into their parts, English stopwords
+dropped, Snowball English stemming), with the chunk's ``title > h1 > h2`` header counted
+``heading_repeats`` more times (``RAG_KEYWORD_HEADING_REPEATS``, default 3: a field weight for the
+headings, which name what a section is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
+
+Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
+the re-scoring stage matches the query against) and a row table: per chunk its doc_path, its
+section key (doc_path + breadcrumb) and a key of its normalised text. Ranking (fusion, re-scoring,
+diversity) then runs on rows in memory; Chroma is asked only for the texts of the final results.
+
+Persistence: ``<state_dir>/keyword/<collection>/`` holds one folder per build plus ``CURRENT``
+(atomically replaced) naming the active one. A build folder holds the two bm25s indexes, the chunk
+ids in index order, the row table, the chunks' stored embeddings (float32, memory-mapped on load:
+they give the dense cosine of keyword-only hits without another store round trip) and
+``meta.json`` with the index generation and the Chroma collection id it was built from. A process loads the persisted build when
+both still match, and rebuilds (streaming the chunks from ``ChromaStore.iter_all``, under a lock
+so concurrent processes build once) only when the generation changed. Each search re-reads the
+generation (one small read of the state database) so an ingest elsewhere is noticed on the next query.
+
+With a shared (PostgreSQL) state database the build is published there too (``keyword_builds``: the
+build folder as a gzipped tar, one row per collection) and the lock is an advisory lock in that
+database: a query process on any machine loads the current build (unpacking it into its local state
+folder once) instead of building its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import tarfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+import sqlalchemy as sa
+
+from rag_assets.ingest.chunking import build_index_text
+from rag_assets.index.generation import current_generation
+from rag_assets.index.locks import DocumentLocks
+from rag_assets.index.state_db import StateDB, keyword_builds
+from rag_assets.index.chroma_store import ChromaStore
+
+log = logging.getLogger(__name__)
+
+# Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
+FORMAT_VERSION = "kw-v3"
+# Extra times a chunk's header is counted in the BM25 index (see the module docstring).
+DEFAULT_HEADING_REPEATS = 3
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SUBWORD_SPLIT = re.compile(r"[_]+")
+# bm25s' English list plus a few question words that carry no topic (what/how/...)
+_STOPWORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there
+    these they this to was will with what which who whom how why when where do does did can could
+    i you your we our my me us its it's""".split()
+)
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    chunk_id: str
+    score: float  # BM25
+    row: int  # position in the keyword index (for embeddings lookup)
+
+
+class _Stemmer:
+    """PyStemmer's English Snowball stemmer with a per-process word cache."""
+
+    def __init__(self) -> None:
+        import Stemmer
+
+        self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer.maxCacheSize = 100_000
+
+    def __call__(self, words: list[str]) -> list[str]:
+        return self._stemmer.stemWords(words)
+
+
+_STEMMER: _Stemmer | None = None
+
+
+def tokenize(text: str) -> list[str]:
+    """Text -> BM25 terms (see the module docstring). Deterministic; the same for chunks and queries."""
+    global _STEMMER
+    if _STEMMER is None:
+        _STEMMER = _Stemmer()
+    words: list[str] = []
+    for word in _WORD.findall(text.casefold()):
+        parts = [p for p in _SUBWORD_SPLIT.split(word) if p]
+        if len(parts) > 1:  # content_block_delta -> content_block_delta, content, block, delta
+            words.append(word.strip("_"))
+        words.extend(parts)
+    words = [w for w in words if len(w) > 1 and w not in _STOPWORDS]
+    return _STEMMER(words) if words else []
+
+
+def _breadcrumb(metadata: dict) -> list[str]:
+    crumb = str(metadata.get("heading_breadcrumb") or "")
+    return [p for p in crumb.split(" > ") if p] if crumb else []
+
+
+def chunk_index_text(text: str, metadata: dict) -> str:
+    """The text a stored chunk was embedded from, rebuilt from its stored metadata."""
+    return build_index_text(str(metadata.get("title") or ""), _breadcrumb(metadata), text or "")
+
+
+def chunk_headings_text(metadata: dict) -> str:
+    """A chunk's ``title > h1 > h2`` header alone (what the heading index holds)."""
+    return build_index_text(str(metadata.get("title") or ""), _breadcrumb(metadata), "")
+
+
+def text_key(text: str) -> str:
+    """Equal for chunk texts that differ only in case and whitespace (duplicate detection)."""
+    return hashlib.sha1(" ".join((text or "").split()).casefold().encode("utf-8")).hexdigest()[:16]
+
+
+def section_key(metadata: dict) -> str:
+    """One value per section of one page: doc_path + the heading path."""
+    return f"{metadata.get('doc_path', '')}#{metadata.get('heading_breadcrumb', '')}"
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """What ranking needs to know about a chunk, held in memory for every chunk."""
+
+    doc_path: str
+    section: str  # section_key
+    text: str  # text_key
+
+
+class KeywordIndex:
+    """BM25 over one Chroma collection, tied to the index generation."""
+
+    def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None, state: StateDB | None = None,
+                 heading_repeats: int = DEFAULT_HEADING_REPEATS):
+        if heading_repeats < 0:
+            raise ValueError(f"heading_repeats must be >= 0, got {heading_repeats}")
+        self.store = store
+        self.heading_repeats = heading_repeats
+        self.state_dir = Path(state_dir)
+        self.collection = collection or store.collection_name
+        self.root = self.state_dir / "keyword" / self.collection
+        self.state = state  # None: the local SQLite state in state_dir
+        shared = state is not None and not state.is_sqlite
+        self._published = SharedBuilds(state, self.root, self.collection, self.state_dir) if shared else FolderBuilds(self.root)
+        self.builds = 0  # builds done by this object (tests and logs)
+        self.loads = 0  # persisted builds loaded from disk by this object
+        self._generation: str | None = None
+        self._bm25 = None
+        self._headings = None  # bm25s over chunk headers only
+        self._table: list[ChunkRow] = []
+        self._ids: list[str] = []
+        self._rows: dict[str, int] = {}
+        self._embeddings: np.ndarray | None = None
+        self._meta: dict = {}
+
+    @classmethod
+    def for_settings(cls, store: ChromaStore, settings) -> "KeywordIndex":
+        return cls(store, settings.state_dir, settings.collection, state=StateDB.for_settings(settings),
+                   heading_repeats=settings.keyword_heading_repeats)
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def meta(self) -> dict:
+        return dict(self._meta)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def ensure_current(self) -> None:
+        """Make the in-memory index match the current generation: keep, load from disk, or rebuild."""
+        generation = current_generation(self.state if self.state is not None else self.state_dir)
+        if self._bm25 is not None and generation == self._generation:
+            return
+        if self._load(generation):
+            return
+        self._build_locked(generation)
+
+    def scores(self, query: str) -> np.ndarray | None:
+        """BM25 score of every indexed chunk (row order), or None when no query term is indexed."""
+        self.ensure_current()
+        return _all_scores(self._bm25, query) if self._ids else None
+
+    def heading_scores(self, query: str, rows: Sequence[int]) -> np.ndarray:
+        """BM25 of the query against the headers (title > h1 > h2) of the given rows."""
+        self.ensure_current()
+        scores = _all_scores(self._headings, query) if self._ids and self._headings is not None else None
+        if scores is None:
+            return np.zeros(len(rows), dtype=np.float32)
+        return scores[np.asarray(rows, dtype=np.int64)]
+
+    # Row lookups below read the build loaded by the last scores()/search()/ensure_current() call:
+    # one query asks them many times and must see one consistent build.
+    def row(self, chunk_id: str) -> int | None:
+        """The chunk's row in this index (None when it is not indexed)."""
+        return self._rows.get(chunk_id)
+
+    def chunk_id(self, row: int) -> str:
+        return self._ids[row]
+
+    def table(self, row: int) -> ChunkRow:
+        return self._table[row]
+
+    def rare_terms(self, query: str, row: int, max_chunks: int) -> list[str]:
+        """The query's terms that the chunk at ``row`` contains and at most ``max_chunks`` chunks do."""
+        if not self._ids:
+            return []
+        vocab = self._bm25.vocab_dict
+        indptr, indices = self._bm25.scores["indptr"], self._bm25.scores["indices"]
+        found = []
+        for term in dict.fromkeys(tokenize(query)):
+            tid = vocab.get(term)
+            if tid is None:
+                continue
+            lo, hi = int(indptr[tid]), int(indptr[tid + 1])  # the chunks holding the term: indices[lo:hi]
+            if hi - lo <= max_chunks and row in indices[lo:hi]:
+                found.append(term)
+        return found
+
+    def search(self, query: str, top_k: int) -> list[KeywordHit]:
+        scores = self.scores(query)
+        if scores is None:
+            return []
+        k = min(top_k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        # by score, ties by index order (stable and deterministic)
+        top = top[np.lexsort((top, -scores[top]))]
+        return [KeywordHit(self._ids[i], float(scores[i]), int(i)) for i in top if scores[i] > 0]
+
+    def cosines(self, query_vector: np.ndarray, chunk_ids: Iterable[str]) -> dict[str, float]:
+        """Dense cosine of the query with each chunk's stored embedding (ids not in the index are skipped)."""
+        self.ensure_current()
+        if self._embeddings is None:
+            return {}
+        wanted = [(cid, self._rows[cid]) for cid in chunk_ids if cid in self._rows]
+        if not wanted:
+            return {}
+        rows = np.fromiter((r for _, r in wanted), dtype=np.int64)
+        q = np.asarray(query_vector, dtype=np.float32)
+        sims = np.asarray(self._embeddings[rows], dtype=np.float32) @ q
+        return {cid: float(s) for (cid, _), s in zip(wanted, sims)}
+
+    # ------------------------------------------------------------------------------------------
+    def _matches(self, meta: dict, generation: str) -> bool:
+        return (
+            meta.get("format") == FORMAT_VERSION
+            and meta.get("heading_repeats") == self.heading_repeats
+            and meta.get("generation") == generation
+            and meta.get("collection_id") == self.store.collection_id
+        )
+
+    def _load(self, generation: str) -> bool:
+        folder = self._published.current()
+        if folder is None:
+            return False
+        try:
+            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            if not self._matches(meta, generation):
+                return False
+            ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+            table = [ChunkRow(*row) for row in json.loads((folder / "rows.json").read_text(encoding="utf-8"))]
+            bm25 = headings = None
+            if ids:
+                import bm25s
+
+                bm25 = bm25s.BM25.load(str(folder / "bm25"), load_vocab=True, show_progress=False)
+                headings = bm25s.BM25.load(str(folder / "headings"), load_vocab=True, show_progress=False)
+            emb_path = folder / "embeddings.npy"
+            embeddings = np.load(emb_path, mmap_mode="r") if emb_path.exists() else None
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a half-deleted or foreign folder: rebuild
+            log.warning("keyword index at %s unreadable (%s); rebuilding", folder, exc)
+            return False
+        self._install(generation, bm25, headings, ids, table, embeddings, meta)
+        self.loads += 1
+        return True
+
+    def _build_locked(self, generation: str) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._published.lock():
+            if self._load(generation):  # another process built it while we waited
+                return
+            self._build(generation)
+
+    def _build(self, generation: str) -> None:
+        start = time.perf_counter()
+        ids: list[str] = []
+        corpus: list[list[str]] = []
+        heading_corpus: list[list[str]] = []
+        table: list[ChunkRow] = []
+        vectors: list[np.ndarray] = []
+        model = None
+        for row in self.store.iter_all(include_embeddings=True):
+            cid, text, meta, emb = row
+            meta = meta or {}
+            ids.append(cid)
+            header = tokenize(chunk_headings_text(meta))
+            corpus.append(tokenize(chunk_index_text(text, meta)) + header * self.heading_repeats)
+            heading_corpus.append(header)
+            table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text)))
+            vectors.append(np.asarray(emb, dtype=np.float32))
+            model = model or meta.get("embedding_model")
+        folder_name = f"build-{generation[:16]}-{uuid.uuid4().hex[:8]}"
+        folder = self.root / folder_name
+        tmp = self.root / f".tmp-{folder_name}"
+        tmp.mkdir(parents=True)
+        bm25 = headings = None
+        try:
+            if ids:
+                bm25 = _bm25_index(corpus)
+                bm25.save(str(tmp / "bm25"), show_progress=False)
+                headings = _bm25_index(heading_corpus)
+                headings.save(str(tmp / "headings"), show_progress=False)
+                np.save(tmp / "embeddings.npy", np.vstack(vectors).astype(np.float32))
+            (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
+            (tmp / "rows.json").write_text(json.dumps([list(r.__dict__.values()) for r in table]), encoding="utf-8")
+            meta = {
+                "format": FORMAT_VERSION,
+                "heading_repeats": self.heading_repeats,
+                "generation": generation,
+                "collection": self.collection,
+                "collection_id": self.store.collection_id,
+                "chunks": len(ids),
+                "vocabulary": len(bm25.vocab_dict) if bm25 is not None else 0,
+                "embedding_model": model,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "build_seconds": round(time.perf_counter() - start, 3),
+            }
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            self._published.publish(tmp, folder_name)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.builds += 1
+        log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
+        embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
+        self._install(generation, bm25, headings, ids, table, embeddings, meta)
+
+    def _install(self, generation: str, bm25, headings, ids: Sequence[str], table, embeddings, meta: dict) -> None:
+        self._bm25 = bm25 if bm25 is not None else _EMPTY
+        self._headings = headings
+        self._table = list(table)
+        self._ids = list(ids)
+        self._rows = {cid: i for i, cid in enumerate(self._ids)}
+        self._embeddings = embeddings
+        self._meta = meta
+        self._generation = generation
+
+
+class FolderBuilds:
+    """Builds in the local state folder: one folder per build, CURRENT names the live one."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def current(self) -> Path | None:
+        try:
+            name = (self.root / "CURRENT").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        path = self.root / name
+        return path if name and path.is_dir() else None
+
+    def lock(self):
+        from filelock import FileLock
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.root.with_name(self.root.name + ".lock")))
+
+    def publish(self, tmp: Path, name: str) -> None:
+        """Make the finished build in `tmp` the live one (atomic for readers), drop older ones."""
+        os.replace(tmp, self.root / name)
+        pointer = self.root / f".CURRENT.{os.getpid()}.tmp"
+        pointer.write_text(name, encoding="utf-8")
+        os.replace(pointer, self.root / "CURRENT")
+        for path in self.root.iterdir():
+            if path.is_dir() and path.name != name and path.name.startswith(("build-", ".tmp-")):
+                # a .tmp- folder of a live builder is protected by the lock the builder holds
+                shutil.rmtree(path, ignore_errors=True)
+
+
+class SharedBuilds(FolderBuilds):
+    """Builds published in the shared state database; the local folder is a cache of the live one."""
+
+    def __init__(self, state: StateDB, root: Path, collection: str, state_dir: Path):
+        super().__init__(root)
+        self.state = state
+        self.collection = collection
+        self.state_dir = state_dir
+
+    def current(self) -> Path | None:
+        with self.state.read() as conn:
+            row = conn.execute(
+                sa.select(keyword_builds.c.name).where(keyword_builds.c.collection == self.collection)
+            ).first()
+        if row is None:
+            return None
+        local = self.root / row.name
+        if not local.is_dir():
+            self._unpack(row.name)
+        return local if local.is_dir() else None
+
+    def lock(self):
+        return DocumentLocks(self.state, self.state_dir).hold([f"keyword-build:{self.collection}"])
+
+    def publish(self, tmp: Path, name: str) -> None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            tar.add(tmp, arcname=name)
+        with self.state.write() as conn:
+            self.state.upsert(conn, keyword_builds, [
+                {"collection": self.collection, "name": name, "archive": buffer.getvalue(), "created_at": time.time()}
+            ], ["collection"])
+        super().publish(tmp, name)
+
+    def _unpack(self, name: str) -> None:
+        with self.state.read() as conn:
+            archive = conn.execute(
+                sa.select(keyword_builds.c.archive).where(keyword_builds.c.collection == self.collection,
+                                                          keyword_builds.c.name == name)
+            ).scalar()
+        if archive is None:
+            return  # replaced meanwhile: the next look finds the newer one
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".tmp-unpack-{uuid.uuid4().hex[:8]}"
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            tar.extractall(tmp, filter="data")
+        try:
+            FolderBuilds.publish(self, tmp / name, name)
+        except OSError:
+            pass  # another process of this machine unpacked it first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bm25_index(corpus: list[list[str]]):
+    import bm25s
+
+    index = bm25s.BM25()
+    # a chunk with no term (e.g. a header-less chunk for the heading index) still needs a row
+    index.index([doc or ["\x00"] for doc in corpus], show_progress=False)
+    return index
+
+
+def _all_scores(bm25, query: str) -> np.ndarray | None:
+    vocab = bm25.vocab_dict
+    term_ids = [vocab[t] for t in tokenize(query) if t in vocab]
+    if not term_ids:
+        return None
+    return np.asarray(bm25.get_scores_from_ids(term_ids), dtype=np.float32)
+
+
+class _Empty:
+    """Stands in for a bm25s model over an empty collection."""
+
+    vocab_dict: dict = {}
+
+
+_EMPTY = _Empty()

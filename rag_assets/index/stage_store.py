@@ -1,0 +1,230 @@
+"""Per-document stage records, failures and the catalog, in the state database (state_db.py).
+
+Every stage keeps one record per document: the content hash of the source file it was derived
+from, a fingerprint of the settings that shaped it, and its payload (JSON). A stage whose record
+matches the current source hash and fingerprint has nothing to do. Deciding that for a whole
+corpus is one query over the small columns (`headers`), never a read of the payloads.
+
+Records of one stage are written in batches, each batch one transaction: a crash leaves the old
+records or the new, never half a record, and a reader in another process sees either.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import sqlalchemy as sa
+
+from rag_assets.models import Block, BlockType, Catalog, Chunk, DiscoveryError, DocumentRef, ParsedDocument
+from rag_assets.index.state_db import StateDB, catalog_documents, catalog_errors, failures, local_state_url, stage_records
+
+PARSED = "parsed"
+BLOCKS = "blocks"
+CHUNKS = "chunks"
+EMBEDDED = "embedded"
+INDEXED = "indexed"
+STAGES = (PARSED, BLOCKS, CHUNKS, EMBEDDED, INDEXED)
+_IN_CHUNK = 500  # keys per IN (...) clause: well under SQLite's bound-parameter limit
+_CATALOG_DOCS_DIR = "catalog_docs_dir"
+
+
+class StageStore:
+    def __init__(self, db: StateDB | Path | str):
+        # a folder means the local SQLite state in it (what tests and scripts pass); product code
+        # uses for_settings so RAG_STATE_URL is honoured
+        self.db = db if isinstance(db, StateDB) else StateDB.open(local_state_url(db))
+
+    @classmethod
+    def for_settings(cls, settings) -> "StageStore":
+        return cls(StateDB.for_settings(settings))
+
+    # records ---------------------------------------------------------------------------------
+    def write(self, stage: str, doc_path: str, source_hash: str, payload: Any, fingerprint: str = "") -> None:
+        self.write_many(stage, [(doc_path, source_hash, payload, fingerprint)])
+
+    def write_many(self, stage: str, records: Sequence[tuple[str, str, Any, str]]) -> None:
+        """(doc_path, source_hash, payload, fingerprint) records of one stage, in one transaction."""
+        now = time.time()
+        rows = [
+            {"stage": stage, "doc_path": p, "source_hash": h, "fingerprint": fp or "",
+             "payload": json.dumps(payload, ensure_ascii=False), "updated_at": now}
+            for p, h, payload, fp in records
+        ]
+        with self.db.write() as conn:
+            self.db.upsert(conn, stage_records, rows, ["stage", "doc_path"])
+
+    def mark(self, stage: str, doc_paths: Sequence[str], fingerprint: str) -> None:
+        """Set the fingerprint of existing records (e.g. "replacing" before the index is touched)."""
+        with self.db.write() as conn:
+            for part in _chunks(doc_paths):
+                conn.execute(
+                    stage_records.update()
+                    .where(stage_records.c.stage == stage, stage_records.c.doc_path.in_(part))
+                    .values(fingerprint=fingerprint)
+                )
+
+    def read(self, stage: str, doc_path: str) -> dict | None:
+        return self.read_many(stage, [doc_path]).get(doc_path)
+
+    def read_many(self, stage: str, doc_paths: Sequence[str]) -> dict[str, dict]:
+        """doc_path -> {doc_path, source_hash, fingerprint, payload} for the records that exist."""
+        out: dict[str, dict] = {}
+        t = stage_records.c
+        with self.db.read() as conn:
+            for part in _chunks(doc_paths):
+                rows = conn.execute(
+                    sa.select(t.doc_path, t.source_hash, t.fingerprint, t.payload)
+                    .where(t.stage == stage, t.doc_path.in_(part))
+                )
+                for doc_path, source_hash, fingerprint, payload in rows:
+                    try:
+                        data = json.loads(payload)
+                    except ValueError:
+                        continue  # an unreadable payload is a missing record: the stage redoes it
+                    out[doc_path] = {"doc_path": doc_path, "source_hash": source_hash,
+                                     "fingerprint": fingerprint, "payload": data}
+        return out
+
+    def headers(self, doc_paths: Sequence[str] | None = None) -> dict[str, dict[str, tuple[str, str]]]:
+        """doc_path -> stage -> (source_hash, fingerprint), without reading any payload."""
+        out: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
+        t = stage_records.c
+        query = sa.select(t.doc_path, t.stage, t.source_hash, t.fingerprint)
+        with self.db.read() as conn:
+            parts = [None] if doc_paths is None else list(_chunks(doc_paths))
+            for part in parts:
+                rows = conn.execute(query if part is None else query.where(t.doc_path.in_(part)))
+                for doc_path, stage, source_hash, fingerprint in rows:
+                    out[doc_path][stage] = (source_hash, fingerprint)
+        return out
+
+    def is_current(self, stage: str, doc_path: str, source_hash: str, fingerprint: str = "") -> bool:
+        head = self.headers([doc_path]).get(doc_path, {}).get(stage)
+        return head == (source_hash, fingerprint or "")
+
+    def delete(self, stage: str, doc_path: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(stage_records.delete().where(stage_records.c.stage == stage, stage_records.c.doc_path == doc_path))
+
+    def delete_documents(self, doc_paths: Sequence[str]) -> None:
+        """Forget documents entirely: every stage record and any failure."""
+        with self.db.write() as conn:
+            for part in _chunks(doc_paths):
+                conn.execute(stage_records.delete().where(stage_records.c.doc_path.in_(part)))
+                conn.execute(failures.delete().where(failures.c.doc_path.in_(part)))
+
+    def delete_document(self, doc_path: str) -> None:
+        self.delete_documents([doc_path])
+
+    def doc_paths(self, stage: str | None = None) -> set[str]:
+        t = stage_records.c
+        query = sa.select(t.doc_path).distinct()
+        if stage is not None:
+            query = query.where(t.stage == stage)
+        with self.db.read() as conn:
+            return {row[0] for row in conn.execute(query)}
+
+    # failures: one record per document, cleared when the document next succeeds --------------
+    def record_failure(self, doc_path: str, source_hash: str, stage: str, error: str) -> None:
+        self.record_failures(stage, [(doc_path, source_hash, error)])
+
+    def record_failures(self, stage: str, items: Sequence[tuple[str, str, str]]) -> None:
+        now = time.time()
+        rows = [{"doc_path": p, "source_hash": h, "stage": stage, "error": e, "recorded_at": now} for p, h, e in items]
+        with self.db.write() as conn:
+            self.db.upsert(conn, failures, rows, ["doc_path"])
+
+    def clear_failure(self, doc_path: str, stage: str) -> None:
+        self.clear_failures(stage, [doc_path])
+
+    def clear_failures(self, stage: str, doc_paths: Sequence[str]) -> None:
+        with self.db.write() as conn:
+            for part in _chunks(doc_paths):
+                conn.execute(failures.delete().where(failures.c.stage == stage, failures.c.doc_path.in_(part)))
+
+    def failure(self, doc_path: str, source_hash: str) -> dict | None:
+        found = self.failures([doc_path]).get(doc_path)
+        return found if found and found["source_hash"] == source_hash else None
+
+    def failures(self, doc_paths: Sequence[str] | None = None) -> dict[str, dict]:
+        """doc_path -> {stage, error, source_hash} of every recorded failure (of these documents)."""
+        t = failures.c
+        query = sa.select(t.doc_path, t.source_hash, t.stage, t.error)
+        out: dict[str, dict] = {}
+        with self.db.read() as conn:
+            parts = [None] if doc_paths is None else list(_chunks(doc_paths))
+            for part in parts:
+                for doc_path, source_hash, stage, error in conn.execute(query if part is None else query.where(t.doc_path.in_(part))):
+                    out[doc_path] = {"stage": stage, "error": error, "source_hash": source_hash}
+        return out
+
+    # the catalog of the last discovery ---------------------------------------------------------
+    def write_catalog(self, catalog: Catalog) -> None:
+        """Replace the stored catalog with this one, in one transaction."""
+        docs = [asdict(d) for d in catalog.documents]
+        errors = [{"path": e.path, "reason": e.reason} for e in {e.path: e for e in catalog.errors}.values()]
+        with self.db.write() as conn:
+            conn.execute(catalog_documents.delete())
+            conn.execute(catalog_errors.delete())
+            for start in range(0, len(docs), 1000):
+                conn.execute(catalog_documents.insert(), docs[start : start + 1000])
+            if errors:
+                conn.execute(catalog_errors.insert(), errors)
+            self.db.set_meta(_CATALOG_DOCS_DIR, catalog.docs_dir, conn)
+
+    def refresh_catalog(self, refs: Sequence[DocumentRef]) -> None:
+        """Record these documents' new fingerprints in the stored catalog (a run re-fingerprinted
+        them), so the catalog stays "each file as last seen". Only files it already lists: which
+        files exist is the catalog run's to decide."""
+        if not refs:
+            return
+        with self.db.write() as conn:
+            for ref in refs:
+                values = {k: v for k, v in asdict(ref).items() if k != "doc_path"}
+                conn.execute(catalog_documents.update().where(catalog_documents.c.doc_path == ref.doc_path).values(**values))
+
+    def catalog_by_partition_key(self, keys: Sequence[str]) -> dict[str, DocumentRef]:
+        """The stored catalog's entries for these partition keys (a run's documents), nothing else."""
+        out: dict[str, DocumentRef] = {}
+        with self.db.read() as conn:
+            for part in _chunks(keys):
+                rows = conn.execute(sa.select(catalog_documents).where(catalog_documents.c.partition_key.in_(part)))
+                out.update({row.partition_key: DocumentRef(**row._asdict()) for row in rows})
+        return out
+
+    def read_catalog(self) -> Catalog | None:
+        docs_dir = self.db.get_meta(_CATALOG_DOCS_DIR)
+        if docs_dir is None:
+            return None
+        with self.db.read() as conn:
+            documents = [DocumentRef(**row._asdict()) for row in conn.execute(sa.select(catalog_documents).order_by(catalog_documents.c.doc_path))]
+            errors = [DiscoveryError(path, reason) for path, reason in conn.execute(sa.select(catalog_errors.c.path, catalog_errors.c.reason))]
+        return Catalog(docs_dir=docs_dir, documents=documents, errors=errors)
+
+
+def _chunks(items: Iterable[str]) -> Iterable[list[str]]:
+    items = list(items)
+    for start in range(0, len(items), _IN_CHUNK):
+        yield items[start : start + _IN_CHUNK]
+
+
+# (de)serialisation of the stage payloads
+def parsed_from_dict(data: dict) -> ParsedDocument:
+    return ParsedDocument(**data)
+
+
+def blocks_from_list(data: list[dict]) -> list[Block]:
+    return [Block(**{**b, "type": BlockType(b["type"])}) for b in data]
+
+
+def blocks_to_list(blocks: list[Block]) -> list[dict]:
+    return [{**asdict(b), "type": b.type.value} for b in blocks]
+
+
+def chunks_from_list(data: list[dict]) -> list[Chunk]:
+    return [Chunk(**c) for c in data]

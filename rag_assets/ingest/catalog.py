@@ -1,0 +1,79 @@
+"""What a new discovery means for the index: which documents vanished, and whether removing them
+is safe. Plain functions; the `document_catalog` asset applies them.
+
+The deletion guard exists because an empty or wrong docs folder looks exactly like "every file
+was deleted": an unmounted share, a typo'd path that exists, a checkout of the wrong branch.
+Removing a whole index is therefore refused unless asked for explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from rag_assets.models import Catalog, DocumentRef
+from rag_assets.index.stage_store import INDEXED, StageStore
+
+OPT_IN = (
+    "if they are really gone, run `rag ingest --allow-mass-delete` (or set RAG_ALLOW_MASS_DELETE=1; "
+    "from the UI: run document_catalog with config `allow_mass_delete: true`)"
+)
+
+
+@dataclass(frozen=True)
+class Vanished:
+    doc_paths: list[str]  # known to the state, not on disk, and not merely unreadable
+    indexed: int  # documents with an index record before this discovery
+
+    def with_orphans(self, orphan_documents: list[str], documents_in_store: int) -> "Vanished":
+        """Add the documents only the vector store still knows (e.g. after the state was lost)."""
+        return Vanished(sorted(set(self.doc_paths) | set(orphan_documents)), max(self.indexed, documents_in_store))
+
+
+def vanished_documents(catalog: Catalog, stages: StageStore) -> Vanished:
+    """Documents the state knows (any stage record or the previous catalog) that discovery no longer
+    finds. A file that exists but failed discovery (too large, unreadable) is not vanished: what is
+    indexed of it stays until it can be read again or is really gone."""
+    current = {d.doc_path for d in catalog.documents} | {e.path for e in catalog.errors}
+    known = stages.doc_paths()
+    previous = stages.read_catalog()
+    if previous is not None:
+        known |= {d.doc_path for d in previous.documents}
+    return Vanished(sorted(known - current), len(stages.doc_paths(INDEXED)))
+
+
+def deletion_refusal(
+    catalog: Catalog, vanished: Vanished, max_share: float, min_documents: int, allow: bool
+) -> str | None:
+    """Why removing `vanished` is refused, or None when it may go ahead."""
+    gone, indexed = len(vanished.doc_paths), vanished.indexed
+    if allow or not gone or not indexed:
+        return None
+    everything = gone >= indexed
+    too_many = indexed > min_documents and gone / indexed > max_share
+    if not (everything or too_many):
+        return None
+    found = len(catalog.documents)
+    return (
+        f"refusing to remove {gone} of {indexed} indexed documents: the docs folder {catalog.docs_dir} now holds "
+        f"{found} markdown file{'s' if found != 1 else ''}"
+        + (" (is it the right folder, and is it mounted?)" if found == 0 else "")
+        + f"; nothing was removed; {OPT_IN}"
+    )
+
+
+def catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
+    """Only when files appeared, vanished or changed readability: edited files are re-fingerprinted
+    by the runs over them (and recorded in the catalog by parsed_documents)."""
+    if stored is None or stored.docs_dir != seen.docs_dir:
+        return True
+    if {d.doc_path for d in stored.documents} != {d.doc_path for d in seen.documents}:
+        return True
+    return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)
+
+
+def touched_documents(stored: Catalog, seen: Catalog, skip: Collection[str] = ()) -> list[DocumentRef]:
+    """Files the stored catalog lists whose look (size, mtime, inode, hash) moved since: what
+    StageStore.refresh_catalog records, so the next look does not read them again."""
+    before = {d.doc_path: d for d in stored.documents}
+    return [d for d in seen.documents if d.doc_path not in skip and before.get(d.doc_path) != d]

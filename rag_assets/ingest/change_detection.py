@@ -1,0 +1,105 @@
+"""Change detection for the docs sensor: what was added, changed or deleted since the last look.
+
+The cursor maps doc_path -> (size, mtime, content hash). A file whose size and mtime match the
+cursor is unchanged without being read; otherwise it is hashed, and only a different hash is a
+change (a `touch` is not). A file whose size or mtime moved since the previous look and was
+modified within the last `settle_seconds` is still being written: it waits for the next tick.
+
+The cursor also counts the looks that found a change (`tick`): run keys built from it are unique
+per change event, so reverting a file to a version seen before, or restoring a deleted one, is a
+new change (Dagster never launches a run key twice), while evaluating the same cursor again gives
+the same keys (a retried tick launches nothing twice).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files
+from rag_assets.models import DiscoveryError, DocumentRef
+
+DEFAULT_SETTLE_SECONDS = 5.0
+
+
+@dataclass
+class Changes:
+    added: list[DocumentRef] = field(default_factory=list)
+    changed: list[DocumentRef] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unstable: list[str] = field(default_factory=list)  # still being written: next tick
+    touched: int = 0  # mtime moved, content did not
+    errors: list[DiscoveryError] = field(default_factory=list)  # files refused or unreadable (they exist)
+    cursor: str = ""  # the new cursor, serialised
+    tick: int = 0  # how many looks found a change, this one included
+
+    @property
+    def to_process(self) -> list[DocumentRef]:
+        return self.added + self.changed
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.changed or self.deleted)
+
+
+def detect_changes(
+    docs_dir: Path,
+    cursor: str | None,
+    *,
+    max_file_bytes: int = 5_000_000,
+    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
+    now: float | None = None,
+) -> Changes:
+    now = time.time() if now is None else now
+    state = json.loads(cursor) if cursor else {}
+    known: dict[str, list] = state.get("files", {})
+    pending: dict[str, list] = state.get("pending", {})
+    root = Path(docs_dir).resolve()
+    paths, refused = iter_markdown_files(root)
+    changes = Changes(errors=list(refused))
+    files: dict[str, list] = {}
+    new_pending: dict[str, list] = {}
+
+    for path in paths:
+        doc_path = path.relative_to(root).as_posix()
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue  # vanished between listing and stat: it is simply not there
+        observed = [st.st_size, st.st_mtime]
+        previous = known.get(doc_path)
+        if previous and previous[:2] == observed:
+            files[doc_path] = previous
+            continue
+        settling = settle_seconds > 0 and now - st.st_mtime < settle_seconds and pending.get(doc_path) != observed
+        if settling:
+            new_pending[doc_path] = observed
+            changes.unstable.append(doc_path)
+            if previous:
+                files[doc_path] = previous  # keep the last good version known until it settles
+            continue
+        try:
+            ref = _fingerprint(path, doc_path, max_file_bytes)
+        except (OSError, DocumentTooLarge) as exc:
+            changes.errors.append(DiscoveryError(doc_path, str(exc)))
+            continue
+        files[doc_path] = [ref.size_bytes, ref.mtime, ref.content_hash]
+        if previous is None:
+            changes.added.append(ref)
+        elif previous[2] != ref.content_hash:
+            changes.changed.append(ref)
+        else:
+            changes.touched += 1
+
+    changes.deleted = sorted(set(known) - set(files) - set(new_pending))
+    changes.tick = int(state.get("tick", 0)) + (1 if changes.any else 0)
+    changes.cursor = json.dumps({"files": files, "pending": new_pending, "tick": changes.tick}, separators=(",", ":"))
+    return changes
+
+
+def unchanged_cursor(cursor: str | None) -> str:
+    """The cursor to keep when a tick decides not to act on what it saw (it is seen again next tick)."""
+    return cursor or ""

@@ -1,0 +1,109 @@
+"""Index a folder of markdown with the plain stage modules, outside the Dagster ingestion.
+
+discover -> frontmatter -> split -> chunk -> ids -> embed (through an optional embedding cache) ->
+ChromaStore.replace_document, then the index generation is bumped, as an ingest that changed the
+index would. Documents no longer in the folder are deleted from the store.
+
+For side indexes the product keeps beside the main one (the extra labelled corpora of the
+evaluation asset, RAG_EVAL_CORPORA) and for tests and benchmarks. With a ``manifest`` file, a
+document whose bytes and chunking settings are unchanged since the last call is not read again.
+A document that fails (bad frontmatter, unreadable) is reported in ``errors`` and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from rag_assets.ingest.chunking import ChunkingConfig, chunk_document
+from rag_assets.config import Settings
+from rag_assets.ingest.discovery import discover
+from rag_assets.index.embedding_cache import EmbeddingCache
+from rag_assets.errors import RagError
+from rag_assets.ingest.frontmatter import read_document
+from rag_assets.ingest.ids import assign_ids
+from rag_assets.index.generation import bump_generation
+from rag_assets.ingest.stages import chunking_fingerprint
+from rag_assets.ingest.markdown import split_markdown
+from rag_assets.index.chroma_store import ChromaStore
+from rag_assets.ingest.tokens import TokenCounter
+
+
+def index_folder(
+    docs_dir: Path | str,
+    settings: Settings,
+    embedder,
+    *,
+    cache: EmbeddingCache | None = None,
+    manifest: Path | None = None,
+) -> dict:
+    """Bring the store of ``settings`` in line with ``docs_dir``; returns small stats."""
+    counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
+    config = ChunkingConfig.from_settings(settings)
+    fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens)
+    store = ChromaStore.for_settings(settings, embedder)
+    catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes)
+    known = _read_manifest(manifest)
+    current: dict[str, str] = {}
+    errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors]
+    stats = {"documents": 0, "unchanged": 0, "chunks_written": 0, "deleted": 0}
+    for ref in catalog.documents:
+        key = f"{ref.content_hash}:{fingerprint}"
+        if known.get(ref.doc_path) == key:
+            current[ref.doc_path] = key
+            stats["unchanged"] += 1
+            continue
+        try:
+            doc = read_document(ref)
+            chunks = assign_ids(chunk_document(doc, split_markdown(doc.body), counter, config, fits=embedder.fits))
+        except RagError as exc:  # one bad document must not stop the others
+            errors.append({"doc_path": ref.doc_path, "error": str(exc)})
+            continue
+        result = store.replace_document(ref.doc_path, chunks, embed_chunks(embedder, cache, chunks))
+        stats["chunks_written"] += result.written
+        stats["deleted"] += result.deleted
+        current[ref.doc_path] = key
+    stats["documents"] = len(current)
+    for stale in sorted(store.doc_paths() - set(current) - {e["doc_path"] for e in errors}):
+        stats["deleted"] += store.delete_document(stale)
+    if stats["chunks_written"] or stats["deleted"] or not known:
+        stats["generation"] = bump_generation(settings.state_dir)
+    _write_manifest(manifest, current)
+    return {**stats, "errors": errors}
+
+
+def embed_chunks(embedder, cache: EmbeddingCache | None, chunks) -> np.ndarray:
+    """Vectors for the chunks' index texts, taken from the cache where it has them."""
+    if not chunks:
+        return np.empty((0, embedder.dimension), np.float32)
+    if cache is None:
+        return embedder.embed_documents([c.index_text for c in chunks])
+    found = cache.get_many(embedder.model_name, [c.content_hash for c in chunks])
+    missing = list({c.content_hash: c for c in chunks if c.content_hash not in found}.values())
+    if missing:
+        vectors = embedder.embed_documents([c.index_text for c in missing])
+        cache.put_many(embedder.model_name, [c.content_hash for c in missing], vectors)
+        found.update(zip((c.content_hash for c in missing), vectors))
+    return np.vstack([found[c.content_hash] for c in chunks])
+
+
+def _read_manifest(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_manifest(path: Path | None, entries: dict[str, str]) -> None:
+    if path is None:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(entries, indent=0, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,316 @@
+"""Retrieval over the index in three modes, returning plain results.
+
+- ``vector``: Chroma cosine search with the query embedding.
+- ``keyword``: BM25 over the indexed chunk texts (keyword.py).
+- ``hybrid`` (default): both, each to a deeper candidate list (``max(50, 5 * top_k)``), fused by
+  weighted Reciprocal Rank Fusion (fusion.py) with per-query weights (``fusion.adaptive_weights``)
+  scaled by RAG_DENSE_WEIGHT / RAG_KEYWORD_WEIGHT, k = RAG_RRF_K.
+
+Every result carries ``score`` (what the mode ranked by: cosine, BM25 or fused RRF score) and
+``relevance`` (the dense cosine of the query with the chunk, for every mode), so relevance
+thresholds mean the same in every mode. If the keyword index cannot be built or read, hybrid
+degrades to vector-only and says so (``Retrieval.fallback_used``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rag_assets.config import Settings
+from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
+from rag_assets.index.generation import current_generation
+from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
+from rag_assets.index.keyword import KeywordIndex, section_key, text_key
+from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
+from rag_assets.retrieval.query_cache import LRUCache
+from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
+from rag_assets.index.chroma_store import ChromaStore, VectorHit
+
+log = logging.getLogger(__name__)
+
+MIN_CANDIDATES = 50
+
+
+def candidate_depth(top_k: int) -> int:
+    return max(MIN_CANDIDATES, 5 * top_k)
+
+
+def _top_rows(scores: np.ndarray | None, depth: int) -> np.ndarray:
+    """Rows of the ``depth`` best positive scores, best first (ties by row)."""
+    if scores is None:
+        return np.zeros(0, dtype=np.int64)
+    rows = keyword_rows_with_zeros(scores, depth)
+    return rows[scores[rows] > 0]
+
+
+def keyword_rows_with_zeros(scores: np.ndarray, depth: int) -> np.ndarray:
+    """Rows of the ``depth`` best scores, zeros included, best first (ties by row)."""
+    k = min(depth, len(scores))
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.lexsort((top, -scores[top]))]
+
+
+def _candidate(hit: VectorHit, dense: float, keyword: float = 0.0, row: int | None = None) -> Candidate:
+    meta = hit.metadata or {}
+    return Candidate(hit.chunk_id, str(meta.get("doc_path", "")), section_key(meta), text_key(hit.text),
+                     dense, keyword, row, hit.score)
+
+
+def validate_query(query: Any, max_chars: int) -> str:
+    """The query without format characters (zero-width spaces, BOM, ...) or surrounding whitespace;
+    InvalidQueryError when nothing visible is left or it is too long."""
+    if query is None:
+        raise InvalidQueryError("query is required: got None")
+    if not isinstance(query, str):
+        raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
+    text = "".join(ch for ch in query if unicodedata.category(ch) != "Cf").strip()
+    if not any(_visible(ch) for ch in text):
+        raise InvalidQueryError("query is empty: ask a question with at least one visible character")
+    if len(text) > max_chars:
+        raise InvalidQueryError(
+            f"query is too long: {len(text)} characters, the limit is {max_chars} (RAG_MAX_QUERY_CHARS)"
+        )
+    return text
+
+
+def _visible(ch: str) -> bool:
+    # separators (Z*), controls/format/unassigned (C*) and lone combining marks (Mn, Me) draw nothing
+    category = unicodedata.category(ch)
+    return category[0] not in "ZC" and category not in ("Mn", "Me")
+
+
+@dataclass
+class SearchResult:
+    chunk_id: str
+    doc_path: str
+    section: str
+    heading_breadcrumb: str
+    text: str
+    score: float  # the mode's ranking score: cosine (vector), BM25 (keyword), RRF (hybrid)
+    chunk_index: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+    relevance: float | None = None  # dense cosine of query and chunk, set in every mode
+
+    @classmethod
+    def from_hit(cls, hit: VectorHit, score: float | None = None, relevance: float | None = None) -> "SearchResult":
+        meta = hit.metadata or {}
+        return cls(
+            chunk_id=hit.chunk_id,
+            doc_path=str(meta.get("doc_path", "")),
+            section=str(meta.get("section", "")),
+            heading_breadcrumb=str(meta.get("heading_breadcrumb", "")),
+            text=hit.text,
+            score=hit.score if score is None else score,
+            chunk_index=int(meta.get("chunk_index", 0)),
+            metadata=dict(meta),
+            relevance=relevance,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {
+            "chunk_id": self.chunk_id,
+            "doc_path": self.doc_path,
+            "section": self.section,
+            "heading_breadcrumb": self.heading_breadcrumb,
+            "text": self.text,
+            "score": round(float(self.score), 6),
+        }
+        if self.relevance is not None:
+            data["relevance"] = round(float(self.relevance), 6)
+        return data
+
+
+@dataclass
+class Retrieval:
+    """One search: the results plus how they were obtained."""
+
+    mode: RetrievalMode
+    results: list[SearchResult]
+    fallback_used: bool = False
+    weights: tuple[float, float] | None = None  # hybrid: (dense, keyword) after adaptation
+    dense_candidates: int = 0
+    keyword_candidates: int = 0
+
+
+class Retriever:
+    def __init__(
+        self,
+        embedder,
+        store: ChromaStore,
+        settings: Settings | None = None,
+        keyword_index=None,
+        *,
+        adaptive: bool = True,
+    ):
+        self.embedder = embedder
+        self.store = store
+        self.settings = settings or Settings.from_env()
+        self.keyword = keyword_index or KeywordIndex.for_settings(store, self.settings)
+        self.adaptive = adaptive
+        self.ranking = RankingConfig.from_settings(self.settings, adaptive=adaptive)
+        self._embeddings = LRUCache(max(self.settings.query_cache_size, 64))
+        self._generation: str | None = None
+        self._reopen_lock = threading.Lock()
+        self.reopens = 0  # Chroma clients re-opened because another process changed the index
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **kwargs) -> "Retriever":
+        from rag_assets.embedding import load_embedder
+
+        settings = settings or Settings.from_env()
+        embedder = load_embedder(settings)
+        store = ChromaStore.for_settings(settings, embedder)
+        return cls(embedder, store, settings, **kwargs)
+
+    # ------------------------------------------------------------------------------------------
+    def embed_query(self, query: str) -> np.ndarray:
+        key = (self.embedder.model_name, query)
+        vector = self._embeddings.get(key)
+        if vector is None:
+            vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            vector.setflags(write=False)
+            self._embeddings.set(key, vector)
+        return vector
+
+    def search(self, query: str, mode: str | None = None, top_k: int = 5) -> list[SearchResult]:
+        """The top_k chunks for query, best first (no relevance threshold)."""
+        return self.retrieve(query, mode, top_k).results
+
+    def retrieve(self, query: str, mode: str | None = None, top_k: int = 5) -> Retrieval:
+        query = validate_query(query, self.settings.max_query_chars)
+        mode = RetrievalMode.parse(mode, self.settings.retrieval_mode)
+        top_k = validate_top_k(top_k)
+        self.follow_index()
+        if mode is RetrievalMode.VECTOR:
+            return self._vector(query, top_k)
+        if mode is RetrievalMode.KEYWORD:
+            return self._keyword(query, top_k)
+        return self._hybrid(query, top_k)
+
+    def follow_index(self) -> None:
+        """Re-open the embedded Chroma client when another process changed the index.
+
+        An embedded PersistentClient keeps the collection it loaded: in a long-lived reader it
+        returns deleted chunks (and misses new ones) for a long time after another process wrote,
+        and a keyword rebuild through it fails with "Error finding id". So when the generation
+        moved since the last query, the client is closed (Chroma shares one client per path in a
+        process; closing the last reference drops its cached state) and opened again. The keyword
+        index follows the generation by itself. A Chroma server (CHROMA_HOST) is always current.
+        """
+        generation = current_generation(self.settings)
+        if generation == self._generation:
+            return
+        with self._reopen_lock:
+            if self._generation is not None and generation != self._generation and not self.settings.chroma_host:
+                self._reopen_store()
+            self._generation = generation
+
+    def _reopen_store(self) -> None:
+        old = self.store
+        old.close()
+        self.store = ChromaStore(path=self.settings.chroma_path, collection=old.collection_name,
+                                 embedding_model=old.embedding_model, dimension=old.dimension)
+        if self.keyword.store is old:
+            self.keyword.store = self.store
+        self.reopens += 1
+
+    # ------------------------------------------------------------------------------------------
+    def _vector(self, query: str, top_k: int) -> Retrieval:
+        vector = self.embed_query(query)
+        hits = self.store.query(vector, top_k=candidate_depth(top_k))
+        by_id = {h.chunk_id: h for h in hits}
+        ranked = diversify_candidates([_candidate(h, h.score) for h in hits], top_k, self.ranking.max_per_page)
+        results = [SearchResult.from_hit(by_id[c.chunk_id], relevance=by_id[c.chunk_id].score) for c in ranked]
+        return Retrieval(RetrievalMode.VECTOR, results, dense_candidates=len(hits))
+
+    def _keyword(self, query: str, top_k: int) -> Retrieval:
+        hits = self.keyword.search(query, candidate_depth(top_k))
+        candidates = [self._keyword_candidate(h.row, 0.0, h.score, score=h.score) for h in hits]
+        ranked = diversify_candidates(candidates, top_k, self.ranking.max_per_page)
+        vector = self.embed_query(query)
+        results = self._results(ranked, {}, vector, self.keyword.cosines(vector, [c.chunk_id for c in ranked]))
+        return Retrieval(RetrievalMode.KEYWORD, results, keyword_candidates=len(hits))
+
+    def _hybrid(self, query: str, top_k: int) -> Retrieval:
+        depth = candidate_depth(top_k)
+        vector = self.embed_query(query)
+        dense = self.store.query(vector, top_k=depth)
+        fallback = False
+        try:
+            bm25 = self.keyword.scores(query)
+        except VectorDBUnavailableError:
+            raise
+        except Exception as exc:  # a broken keyword index must not take retrieval down
+            log.error("keyword index unavailable, hybrid search falls back to vector only: %s", exc)
+            bm25, fallback = None, True
+        keyword_rows = _top_rows(bm25, depth)
+        candidates = []
+        for hit in dense:
+            row = None if fallback else self.keyword.row(hit.chunk_id)
+            candidates.append(_candidate(hit, hit.score, bm25[row] if bm25 is not None and row is not None else 0.0, row))
+        in_dense = {c.chunk_id for c in candidates}
+        extra = [r for r in keyword_rows if self.keyword.chunk_id(int(r)) not in in_dense]
+        cosines = self.keyword.cosines(vector, [self.keyword.chunk_id(int(r)) for r in extra]) if extra else {}
+        for r in extra:
+            cid = self.keyword.chunk_id(int(r))
+            candidates.append(self._keyword_candidate(int(r), cosines.get(cid, 0.0), float(bm25[r])))
+        keyword_reference = bm25[keyword_rows_with_zeros(bm25, depth)] if bm25 is not None else np.zeros(0)
+        dense_reference = np.array([h.score for h in dense])
+        # of BM25's first KEEP_WITHIN, the hit holding the most rare query terms (fusion.RARE_TERM_MAX_CHUNKS;
+        # ties: BM25's order): an exact code splits into several rare terms, a word rare by chance is one
+        rare_hit, most = None, 0
+        for r in keyword_rows[:KEEP_WITHIN]:
+            held = len(self.keyword.rare_terms(query, int(r), RARE_TERM_MAX_CHUNKS))
+            if held > most:
+                rare_hit, most = self.keyword.chunk_id(int(r)), held
+        ranked = rank_hybrid(candidates, dense_reference, keyword_reference, lambda head: self._heading_scores(query, head),
+                             self.ranking, top_k, rare_term_hit=rare_hit)
+        results = self._results(ranked, {h.chunk_id: h for h in dense}, vector, cosines)
+        weights = (self.ranking.dense_weight, self.ranking.keyword_weight)
+        return Retrieval(RetrievalMode.HYBRID, results, fallback, weights, len(dense), len(keyword_rows))
+
+    # ------------------------------------------------------------------------------------------
+    def _keyword_candidate(self, row: int, dense: float, keyword: float, score: float = 0.0) -> Candidate:
+        info = self.keyword.table(row)
+        return Candidate(self.keyword.chunk_id(row), info.doc_path, info.section, info.text, dense, keyword, row, score)
+
+    def _heading_scores(self, query: str, candidates) -> np.ndarray:
+        rows = [c.row for c in candidates]
+        known = [i for i, r in enumerate(rows) if r is not None]
+        out = np.zeros(len(rows), dtype=np.float32)
+        if known:
+            out[known] = self.keyword.heading_scores(query, [rows[i] for i in known])
+        return out
+
+    def _results(self, ranked, hits: dict[str, VectorHit], vector: np.ndarray, cosines: dict[str, float]) -> list[SearchResult]:
+        """Ranked candidates as results: texts from the dense hits, the rest fetched from the store."""
+        missing = [c.chunk_id for c in ranked if c.chunk_id not in hits]
+        hits = {**hits, **{h.chunk_id: h for h in self.store.get(missing)}}
+        results = []
+        for c in ranked:
+            hit = hits.get(c.chunk_id)
+            if hit is None:  # deleted since the keyword index was built
+                continue
+            relevance = hit.score if c.chunk_id not in missing else cosines.get(c.chunk_id)
+            results.append(SearchResult.from_hit(hit, score=c.score, relevance=relevance))
+        self._fill_relevance(vector, results)
+        return results
+
+    def _fill_relevance(self, vector: np.ndarray, results: list[SearchResult]) -> None:
+        """Cosine for results the keyword index had no embedding for: a filtered dense lookup."""
+        todo = [r for r in results if r.relevance is None]
+        if not todo:
+            return
+        docs = sorted({r.doc_path for r in todo})
+        hits = self.store.query(vector, top_k=max(100, 20 * len(todo)), doc_paths=docs)
+        cos = {h.chunk_id: h.score for h in hits}
+        for r in todo:
+            r.relevance = cos.get(r.chunk_id, 0.0)

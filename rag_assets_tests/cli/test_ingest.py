@@ -1,0 +1,183 @@
+"""`rag ingest` / `rag ingest-doc` as a user runs them: a subprocess, real files, a real instance."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rag_assets.config import Settings
+from rag_assets.embedding import load_embedder
+from rag_assets.index.chroma_store import ChromaStore
+
+
+def rag(*args, check_codes=(0,)):
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_assets", *args], capture_output=True, text=True, env=os.environ.copy(), timeout=600
+    )
+    assert proc.returncode in check_codes, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def ingest_json(*extra, codes=(0,)):
+    proc = rag("ingest", "--json", *extra, check_codes=codes)
+    return json.loads(proc.stdout), proc
+
+
+def store() -> ChromaStore:
+    s = Settings.from_env()
+    e = load_embedder(s)
+    return ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=e.model_name, dimension=e.dimension)
+
+
+@pytest.fixture
+def env(rag_env, dagster_home):
+    return rag_env
+
+
+def test_ingest_then_noop_then_one_edit_then_delete(env):
+    first, _ = ingest_json()
+    assert first["documents_discovered"] == 3 and first["documents_processed"] == 3
+    assert first["documents_failed"] == 0 and first["errors"] == []
+    assert first["embeddings_computed"] == first["chunks_written"] > 0
+    total = store().count()
+
+    # the section that plainly answers the question comes back first
+    answer = json.loads(rag("query", "How do I add more test cases?", "--top-k", "3", "--json").stdout)
+    assert answer["query"] == "How do I add more test cases?"
+    top = answer["results"][0]
+    assert (top["doc_path"], top["section"]) == ("guide/evaluation.md", "Creating test cases")
+    assert set(top) >= {"chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score"}
+    limits = json.loads(rag("query", "What does HTTP 429 mean for the free tier?", "--json").stdout)
+    assert limits["results"][0]["doc_path"] == "rate-limits.md"
+
+    # unchanged corpus: no run at all; after a touch: still none (the content hash decides)
+    noop, _ = ingest_json()
+    assert noop["documents_unchanged"] == 3 and noop["documents_processed"] == 0 and noop["run_ids"] == []
+    os.utime(env / "docs" / "rate-limits.md")
+    touched, _ = ingest_json()
+    assert touched["documents_unchanged"] == 3 and touched["embeddings_computed"] == 0 and touched["run_ids"] == []
+
+    # one paragraph appended to one section: only the changed chunk is embedded again
+    doc = env / "docs" / "guide" / "evaluation.md"
+    doc.write_text(doc.read_text() + "\nExport graded results as CSV to share them with reviewers.\n")
+    edit, _ = ingest_json()
+    assert edit["documents_processed"] == 1 and edit["documents_unchanged"] == 2
+    assert edit["embeddings_computed"] == 1 and edit["embeddings_reused"] >= 1
+    assert len(edit["run_ids"]) == 1  # no file appeared or vanished: no catalog run, one document run
+    assert ingest_json()[0]["run_ids"] == []  # the edit is now the catalog's "as last seen"
+    assert store().count() == total
+
+    # a rename is a delete plus an add that reuses every embedding
+    os.rename(env / "docs" / "rate-limits.md", env / "docs" / "limits.md")
+    renamed, _ = ingest_json()
+    assert renamed["documents_deleted"] == 1 and renamed["embeddings_computed"] == 0
+    assert renamed["embeddings_reused"] >= 1
+    assert "rate-limits.md" not in store().doc_paths() and "limits.md" in store().doc_paths()
+
+    os.remove(env / "docs" / "limits.md")
+    gone, _ = ingest_json()
+    assert gone["documents_deleted"] == 1 and gone["vectors_deleted"] >= 1
+    assert store().doc_paths() == {"guide/evaluation.md", "guide/streaming.md"}
+
+
+def test_bad_documents_are_reported_by_name_and_exit_1_without_losing_the_rest(env):
+    ingest_json()
+    before = store().count()
+    (env / "docs" / "bad-yaml.md").write_text("---\ntitle: [oops\n---\nbody\n")
+    (env / "docs" / "binary.md").write_bytes(b"\x00\x01\x02PNG")
+    report, proc = ingest_json(codes=(1,))
+    failed = {e["doc_path"]: e["error"] for e in report["errors"]}
+    assert set(failed) == {"bad-yaml.md", "binary.md"}
+    assert "invalid YAML" in failed["bad-yaml.md"] and "binary" in failed["binary.md"]
+    assert store().count() == before  # nothing already indexed was lost
+    human = rag("ingest", check_codes=(1,))
+    assert "FAILED bad-yaml.md" in human.stderr
+
+
+def test_ingest_doc_indexes_one_document(env):
+    proc = rag("ingest-doc", "guide/streaming.md", "--json")
+    report = json.loads(proc.stdout)
+    assert report["documents_processed"] == 1
+    assert store().doc_paths() == {"guide/streaming.md"}
+    missing = rag("ingest-doc", "nope.md", check_codes=(2,))
+    assert "no such document" in missing.stderr
+
+
+def test_bad_configuration_exits_2_naming_the_variable(env, monkeypatch):
+    monkeypatch.setenv("RAG_CHUNK_MAX_TOKENS", "ten")
+    proc = rag("ingest", check_codes=(2,))
+    assert "RAG_CHUNK_MAX_TOKENS" in proc.stderr
+
+
+def test_counts_add_up(env):
+    (env / "docs" / "extra.md").write_text("# Extra\n\nOne more page about retries and timeouts.\n")
+    first, _ = ingest_json()
+    (env / "docs" / "extra.md").write_text("# Extra\n\nOne more page about retries, timeouts and backoff.\n")
+    report, _ = ingest_json()
+    assert report["documents_discovered"] == 4
+    assert (report["documents_processed"], report["documents_unchanged"], report["documents_failed"]) == (1, 3, 0)
+
+
+def test_orphaned_vectors_are_removed_even_when_the_state_is_lost(env):
+    odd = env / "docs" / "wait...what.md"  # its partition key is rewritten: deletion must go by doc_path
+    odd.write_text("# Odd name\n\nMarmalade ellipsis: a page with three dots in its name.\n")
+    ingest_json()
+    assert "wait...what.md" in store().doc_paths()
+    import shutil
+
+    shutil.rmtree(env / "state")
+    odd.unlink()
+    report, _ = ingest_json()
+    assert report["vectors_deleted"] >= 1 and "wait...what.md" not in store().doc_paths()
+    hits = json.loads(rag("query", "marmalade ellipsis", "--mode", "keyword", "--json").stdout)["results"]
+    assert all(h["doc_path"] != "wait...what.md" for h in hits)
+    ingest_json()
+    assert "wait...what.md" not in store().doc_paths()
+
+
+def test_an_empty_or_missing_docs_folder_never_empties_the_index(env, tmp_path):
+    ingest_json()
+    before = store().count()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = rag("ingest", "--docs-dir", str(empty), check_codes=(1,))
+    assert "refusing to remove 3 of 3 indexed documents" in refused.stderr and str(empty) in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) <= 5, refused.stderr
+    assert "--allow-mass-delete" in refused.stderr and "Traceback" not in refused.stderr
+    assert store().count() == before
+
+    missing = rag("ingest", "--docs-dir", "/nonexistent/docs", check_codes=(2,))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) <= 5 and "docs folder not found: /nonexistent/docs" in missing.stderr
+    as_json = rag("ingest", "--docs-dir", "/nonexistent/docs", "--json", check_codes=(2,))
+    assert "docs folder not found" in json.loads(as_json.stdout)["errors"][0]["error"]
+    assert store().count() == before
+
+    report, _ = ingest_json("--docs-dir", str(empty), "--allow-mass-delete")
+    assert report["documents_deleted"] == 3 and store().count() == 0
+
+
+def test_a_terminal_sees_progress(env):
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "rag_assets", "ingest"], stdout=subprocess.PIPE, stderr=slave,
+                            env=os.environ.copy())
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait(timeout=300)
+    os.close(master)
+    text = seen.decode("utf-8", "replace")
+    assert proc.returncode == 0
+    assert "embed" in text and "chunks" in text and "%" in text, text[-2000:]
+    assert "ingest" in text and "documents" in text

@@ -1,0 +1,103 @@
+"""`rag query`: single question (text and --json) and --batch JSONL, in process via cli.main."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rag_assets.cli.main import main
+from rag_assets_tests.conftest import USER_CHOICES
+from rag_assets_tests.support.index_builder import build_sample_index
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_sample_index(tmp_path_factory.mktemp("cli"))
+
+
+@pytest.fixture
+def env(built, monkeypatch):
+    for key, value in built[0].items():
+        monkeypatch.setenv(key, value)
+    for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "RAG_RETRIEVAL_MODE"):
+        monkeypatch.delenv(var, raising=False)
+    return built
+
+
+def test_query_json(env, capsys):
+    assert main(["query", "What does HTTP 429 mean?", "--mode", "keyword", "--top-k", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["query"] == "What does HTTP 429 mean?" and out["mode"] == "keyword"
+    first = out["results"][0]
+    assert first["doc_path"] == "rate-limits.md"
+    assert {"chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score"} <= set(first)
+
+
+def test_query_text_and_threshold_note(env, capsys):
+    assert main(["query", "How do I cook pasta?"]) == 0
+    out = capsys.readouterr().out
+    assert "under RAG_MIN_RELEVANCE" in out
+
+
+def test_query_usage_errors(env, capsys):
+    assert main(["query"]) == 2
+    assert main(["query", "x", "--top-k", "0"]) == 2
+    assert main(["query", "   "]) == 2
+    assert "invalid query" in capsys.readouterr().err
+    assert main(["query", "x", "--mode", "graph"]) == 2
+
+
+def test_query_batch(env, tmp_path, capsys):
+    batch = tmp_path / "questions.jsonl"
+    batch.write_text(
+        '{"id": "q1", "question": "How do I stream responses?"}\n'
+        "not json\n"
+        "\n"
+        '{"id": "q3", "query": "rate limit 429"}\n'
+        '{"id": "q4"}\n'
+        '{"id": "q5", "question": ""}\n',
+        encoding="utf-8",
+    )
+    assert main(["query", "--batch", str(batch), "--top-k", "2", "--mode", "hybrid"]) == 1
+    captured = capsys.readouterr()
+    lines = [json.loads(line) for line in captured.out.splitlines()]
+    assert [(l["id"], l["query"]) for l in lines] == [("q1", "How do I stream responses?"), ("q3", "rate limit 429")]
+    assert all(1 <= len(l["results"]) <= 2 for l in lines)
+    assert lines[1]["results"][0]["doc_path"] == "rate-limits.md"
+    assert f"{batch}:2:" in captured.err and f"{batch}:5:" in captured.err and f"{batch}:6:" in captured.err
+    assert f"{batch}:4:" not in captured.err
+
+
+def test_query_batch_all_good_exits_zero(env, tmp_path, capsys):
+    batch = tmp_path / "ok.jsonl"
+    batch.write_text('{"id": 1, "question": "grading"}\n', encoding="utf-8")
+    assert main(["query", "--batch", str(batch)]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == 1
+
+
+def test_query_batch_with_one_latin1_line_answers_the_others(env, tmp_path):
+    """Through the real `rag` entry point in a child process: no traceback, the bad line named."""
+    batch = tmp_path / "mixed.jsonl"
+    batch.write_bytes(
+        b'\xef\xbb\xbf{"id": "q1", "question": "rate limit 429"}\r\n'  # a BOM and CRLF are fine
+        + '{"id": "q2", "question": "caf\xe9 cr\xe8me"}\n'.encode("latin-1")
+        + b'{"id": "q3", "question": "How do I stream responses?"}\n'
+        + '{"id": "q4", "question": "na\xefve grading"}\n'.encode("utf-8")
+    )
+    child_env = {k: v for k, v in os.environ.items() if k not in USER_CHOICES and k != "RAG_RETRIEVAL_MODE"}
+    child_env.update(env[0])
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_assets", "query", "--batch", str(batch), "--top-k", "1", "--mode", "keyword"],
+        capture_output=True, text=True, env=child_env, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr
+    answered = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [a["id"] for a in answered] == ["q1", "q3", "q4"]
+    assert answered[0]["results"][0]["doc_path"] == "rate-limits.md"
+    assert answered[2]["query"] == "na\xefve grading"
+    problems = [line for line in proc.stderr.splitlines() if line.startswith(f"rag: {batch}:")]
+    assert problems == [f"rag: {batch}:2: not valid UTF-8 (byte 30 of the line): re-save the file as UTF-8"]
+    assert f"1 line(s) of {batch} failed" in proc.stderr

@@ -1,0 +1,167 @@
+"""The runner over a fake search: metric values, ragas offline agreement, skip reasons, saving."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from rag_assets.evaluation import ragas_scores
+from rag_assets.evaluation.evalset import EvalQuestion, ExpectedSource
+from rag_assets.evaluation.runner import evaluate_retrieval
+from rag_assets.retrieval.retriever import SearchResult
+
+
+def R(doc, section, text="text", breadcrumb=None, score=1.0):
+    return SearchResult(f"{doc}#{section}#{text[:8]}", doc, section, breadcrumb or section, text, score)
+
+
+QUESTIONS = [
+    EvalQuestion("q1", "alpha?", (ExpectedSource("a.md", "A1"), ExpectedSource("b.md", "B1"))),
+    EvalQuestion("q2", "beta?", (ExpectedSource("c.md", "C1"),)),
+    EvalQuestion("q3", "gamma?", (ExpectedSource("a.md", "Parent"),)),  # matched via breadcrumb
+    EvalQuestion("q4", "delta?", (ExpectedSource("d.md", "D1"),)),  # no results in mode "good"
+]
+
+RESULTS = {
+    "good": {
+        "alpha?": [R("a.md", "A1"), R("a.md", "A1", "second chunk"), R("x.md", "X"), R("b.md", "B1")],
+        "beta?": [R("x.md", "X"), R("c.md", "C1")],
+        "gamma?": [R("a.md", "Child", breadcrumb="Parent > Child")],
+        "delta?": [],
+    },
+    "bad": {q: [R("x.md", "X"), R("y.md", "Y")] for q in ("alpha?", "beta?", "gamma?", "delta?")},
+}
+
+
+def fake_search(question, mode, top_k):
+    if question == "delta?" and mode == "bad":
+        raise RuntimeError("index offline")
+    return RESULTS[mode][question]
+
+
+@pytest.fixture(scope="module")
+def report():
+    return evaluate_retrieval(QUESTIONS, fake_search, modes=("good", "bad"), top_k=10, llm_config=None)
+
+
+def test_metrics_per_mode(report):
+    good = report.metrics["good"]
+    # q1: units a#a1, x#x, b#b1 -> rr 1, recall@1 .5, recall@3 1; q2: rr .5; q3: rr 1; q4: no results
+    assert good["section.mrr@10"] == pytest.approx((1 + 0.5 + 1 + 0) / 4)
+    assert good["section.recall@1"] == pytest.approx((0.5 + 0 + 1 + 0) / 4)
+    assert good["section.recall@3"] == pytest.approx((1 + 1 + 1 + 0) / 4)
+    assert good["section.precision@3"] == pytest.approx((2 / 3 + 1 / 3 + 1 / 3 + 0) / 4)
+    assert good["section.precision_retrieved@10"] == pytest.approx((2 / 3 + 1 / 2 + 1 + 0) / 4)
+    assert good["document.recall@1"] == pytest.approx((0.5 + 0 + 1 + 0) / 4)
+    assert good["questions"] == 4 and good["search_errors"] == 0
+    bad = report.metrics["bad"]
+    assert bad["section.hit@10"] == 0.0 and bad["search_errors"] == 1
+    row = report.rows[(report.rows["mode"] == "bad") & (report.rows["question_id"] == "q4")].iloc[0]
+    assert "index offline" in row["error"] and row["n_results"] == 0
+    q1 = report.rows[(report.rows["mode"] == "good") & (report.rows["question_id"] == "q1")].iloc[0]
+    assert list(q1["retrieved_units"]) == ["a.md#a1", "x.md#x", "b.md#b1"]
+    assert list(q1["expected_units"]) == ["a.md#a1", "b.md#b1"]
+    assert list(q1["missed"]) == []
+    assert q1["latency_ms"] >= 0
+
+
+def test_ragas_offline_agrees_with_our_numbers(report):
+    for mode in ("good", "bad"):
+        rag = report.ragas[mode]
+        ours = report.metrics[mode]
+        assert rag["id_based_context_recall"] == pytest.approx(ours["section.recall@10"])
+        assert rag["id_based_context_precision"] == pytest.approx(ours["section.precision_retrieved@10"])
+    rows = report.rows[report.rows["mode"] == "good"].set_index("question_id")
+    assert rows.loc["q3", "ragas.id_based_context_recall"] == 1.0  # breadcrumb match mapped to the label id
+    assert rows.loc["q1", "ragas.id_based_context_precision"] == pytest.approx(2 / 3)
+
+
+def test_llm_metrics_skipped_with_reason_never_zero(report):
+    for metric in ragas_scores.LLM_METRICS:
+        assert "no LLM configured" in report.skipped[metric]
+        assert metric not in report.ragas["good"]
+    # no text snippets / reference contexts in these questions
+    assert "reference_contexts" in report.skipped[ragas_scores.NONLLM_RECALL]
+    assert "ragas.faithfulness" not in report.markdown_table("good")
+
+
+def test_llm_config_from_env_and_answer_requirements(monkeypatch):
+    assert ragas_scores.LLMConfig.from_env({"OPENAI_API_KEY": "k"}) is None
+    cfg = ragas_scores.LLMConfig.from_env({"OPENAI_API_KEY": "secret", "OPENAI_BASE_URL": "http://x/v1"})
+    assert cfg.model == ragas_scores.DEFAULT_LLM_MODEL and "secret" not in repr(cfg)
+    sample = ragas_scores.RagasSample("q", reference_answer="ref")
+    reasons = ragas_scores.llm_skip_reasons(cfg, [sample])
+    assert "generated answer" in reasons["faithfulness"]
+    assert ragas_scores.LLM_CONTEXT_RECALL not in reasons  # would run against the endpoint
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert "no LLM configured" in ragas_scores.llm_skip_reasons(ragas_scores.LLMConfig.from_env(), [sample])["faithfulness"]
+
+
+def test_non_llm_metrics_run_with_text_snippets():
+    snippet = "Streaming sends server-sent events as the response is produced."
+    q = EvalQuestion("t1", "how to stream?", (ExpectedSource(doc_path="s.md", text="server-sent events"),),
+                     reference_contexts=(snippet,))
+    hits = [R("s.md", "Streaming", snippet), R("z.md", "Z", "totally unrelated words about billing")]
+    rep = evaluate_retrieval([q], lambda *_: hits, modes=("m",), llm_config=None)
+    assert rep.ragas["m"]["non_llm_context_recall"] == 1.0
+    assert rep.ragas["m"]["non_llm_context_precision_with_reference"] == pytest.approx(1.0, abs=1e-6)
+    assert rep.metrics["m"]["section.recall@1"] == 1.0
+    assert "id_based_context_recall" in rep.skipped  # no doc_path+section labels
+
+
+def test_worst_table_json_and_save(report, tmp_path):
+    worst = report.worst("good", 2)
+    assert list(worst["question_id"]) == ["q4", "q2"]  # recall 0 first, then lowest RR
+    assert list(worst.loc[0, "missed"]) == ["d.md#d1"]
+    with pytest.raises(KeyError):
+        report.worst("nope")
+
+    table = report.markdown_table()
+    assert table.splitlines()[0] == "| metric | good | bad |"
+    assert "| section.mrr@10 | 0.625 | 0.000 |" in table
+    assert "| ragas.id_based_context_recall |" in table
+
+    data = json.loads(json.dumps(report.to_json(), allow_nan=False))
+    assert data["modes"]["good"]["section.mrr@10"] == 0.625
+    assert len(data["rows"]) == 8 and "no LLM configured" in data["skipped"]["faithfulness"]
+
+    paths = report.save(tmp_path / "runs")
+    again = report.save(tmp_path / "runs")
+    assert paths["parquet"] != again["parquet"]  # never overwrites a timestamped run
+    for key in ("parquet", "latest_parquet"):
+        frame = pd.read_parquet(paths[key])
+        assert len(frame) == 8
+        assert list(frame.iloc[0]["retrieved_units"]) == ["a.md#a1", "x.md#x", "b.md#b1"]
+        assert frame["section.mrr@10"].notna().all()
+    csv = pd.read_csv(paths["csv"])
+    assert csv.loc[0, "retrieved_units"] == "a.md#a1 | x.md#x | b.md#b1"
+    assert json.loads(paths["latest_json"].read_text())["top_k"] == 10
+
+
+def test_unresolved_labels_through_report(report):
+    index = [("a.md", "A1"), ("a.md", "Parent > Child"), ("b.md", "B1"), ("c.md", "C1")]
+    bad = report.unresolved_labels(index)
+    assert [(b["question_id"], b["doc_path"]) for b in bad] == [("q4", "d.md")]
+
+
+def test_top_k_cuts_results_and_no_ragas():
+    rep = evaluate_retrieval(QUESTIONS[:1], fake_search, modes=("good",), top_k=1, ragas=False)
+    assert rep.ks == (1,)
+    assert rep.metrics["good"]["section.recall@1"] == 0.5
+    assert "section.recall@3" not in rep.metrics["good"]
+    assert rep.ragas["good"] == {} and "ragas" in rep.skipped
+    assert math.isclose(rep.metrics["good"]["section.ndcg@10"], 1 / (1 + 1 / math.log2(3)))
+
+
+def test_offline_scoring_works_inside_a_running_event_loop():
+    import asyncio
+
+    async def inner():
+        sample = ragas_scores.RagasSample("q", retrieved_ids=["a#x", "b#y"], reference_ids=["a#x"])
+        return ragas_scores.score_offline([sample])
+
+    result = asyncio.run(inner())
+    assert result.scores["id_based_context_precision"] == 0.5
+    assert result.scores["id_based_context_recall"] == 1.0

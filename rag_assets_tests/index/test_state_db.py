@@ -1,0 +1,121 @@
+"""The state database behind one interface: the same records, cache and generation on SQLite (the
+default) and on a real PostgreSQL server (RAG_STATE_URL)."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from rag_assets.config import Settings
+from rag_assets.index.embedding_cache import EmbeddingCache
+from rag_assets.errors import ConfigurationError
+from rag_assets.index.generation import bump_generation, read_generation
+from rag_assets.models import Catalog
+from rag_assets.index.stage_store import CHUNKS, INDEXED, StageStore
+from rag_assets.index.state_db import StateDB
+from rag_assets_tests.support.postgres_server import PG_BIN, createdb, postgres_server
+from rag_assets_tests.index.test_stage_store import ref
+
+
+@pytest.fixture(scope="module")
+def pg_base():
+    if PG_BIN is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
+    pytest.importorskip("psycopg2", reason="psycopg2 not installed (pip install -e '.[dev]')")
+    with postgres_server(databases=()) as base:
+        yield base
+
+
+_DATABASES = iter(range(1000))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def settings(request, tmp_path):
+    if request.param == "sqlite":
+        return Settings.from_env({}, state_dir=tmp_path / "state")
+    url = createdb(request.getfixturevalue("pg_base"), f"state_{next(_DATABASES)}")
+    return Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "state")
+
+
+def test_records_failures_catalog_cache_and_generation(settings):
+    stages = StageStore.for_settings(settings)
+    assert stages.db.is_sqlite == (settings.state_url is None)
+    stages.write_many(CHUNKS, [(f"d{i}.md", "h", [{"i": i, "text": "é ✓"}], "fp") for i in range(700)])
+    assert stages.read(CHUNKS, "d3.md")["payload"] == [{"i": 3, "text": "é ✓"}]
+    assert len(stages.headers()) == 700
+    stages.write(CHUNKS, "d3.md", "h2", [], "fp")  # an upsert, not a second row
+    assert stages.headers(["d3.md"])["d3.md"][CHUNKS] == ("h2", "fp")
+    stages.record_failure("d4.md", "h", INDEXED, "store down")
+    assert stages.failure("d4.md", "h")["error"] == "store down"
+    stages.write_catalog(Catalog("/docs", [ref("a.md"), ref("b.md")], []))
+    assert [d.doc_path for d in stages.read_catalog().documents] == ["a.md", "b.md"]
+
+    cache = EmbeddingCache.for_settings(settings)
+    cache.put_many("m", ["x", "y"], np.eye(2, 3, dtype=np.float32))
+    cache.put_many("m", ["x"], np.ones((1, 3), dtype=np.float32))  # the first writer's vector stays
+    assert np.array_equal(cache.get_many("m", ["x"])["x"], [1, 0, 0]) and cache.count("m") == 2
+
+    assert read_generation(settings) == "empty"
+    generation = bump_generation(settings)
+    assert read_generation(settings) == generation != "empty"
+
+
+def test_concurrent_writers_of_one_database(settings):
+    """Several threads (as several workers would) write records and vectors at once."""
+    errors = []
+
+    def worker(n: int) -> None:
+        try:
+            stages = StageStore.for_settings(settings)
+            cache = EmbeddingCache.for_settings(settings)
+            for i in range(30):
+                stages.write(CHUNKS, f"w{n}-{i}.md", "h", [], "fp")
+                cache.put_many("m", [f"shared-{i}", f"w{n}-{i}"], np.ones((2, 4), dtype=np.float32))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(StageStore.for_settings(settings).headers()) == 120
+    assert EmbeddingCache.for_settings(settings).count("m") == 30 + 120
+
+
+def test_a_bad_state_url_is_a_configuration_error(tmp_path):
+    with pytest.raises(ConfigurationError, match="RAG_STATE_URL"):
+        StateDB("not a url")
+    with pytest.raises(ConfigurationError, match="cannot open the state database"):
+        StateDB("postgresql+psycopg2://nobody@127.0.0.1:9/none?connect_timeout=2")
+
+
+def test_a_keyword_build_is_shared_through_postgresql(pg_base, tmp_path):
+    """Two query processes on two machines (two state folders), one PostgreSQL state: the second
+    loads the first one's BM25 build instead of building its own, and both follow a new generation."""
+    from rag_assets.index.keyword import KeywordIndex
+    from rag_assets_tests.support.index_builder import build_index
+
+    url = createdb(pg_base, "state_keyword")
+    first_settings = Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "machine-a",
+                                       chroma_path=tmp_path / "chroma", docs_dir=tmp_path / "docs")
+    from rag_assets_tests.conftest import write_corpus
+
+    write_corpus(tmp_path / "docs")
+    build_index(tmp_path / "docs", first_settings)
+    second_settings = Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "machine-b",
+                                        chroma_path=tmp_path / "chroma")
+    from rag_assets.embedding import load_embedder
+    from rag_assets.index.chroma_store import ChromaStore
+
+    store = ChromaStore.for_settings(first_settings, load_embedder(first_settings))
+    a = KeywordIndex.for_settings(store, first_settings)
+    assert a.search("requests per minute", 3)[0].chunk_id
+    b = KeywordIndex.for_settings(store, second_settings)
+    assert [h.chunk_id for h in b.search("requests per minute", 3)] == [h.chunk_id for h in a.search("requests per minute", 3)]
+    assert (a.builds, b.builds, b.loads) == (1, 0, 1)
+    bump_generation(first_settings)
+    b.search("requests per minute", 3)
+    a.search("requests per minute", 3)
+    assert (a.builds + b.builds, a.loads + b.loads) == (2, 2)  # one rebuilt for the new generation, the other loaded it

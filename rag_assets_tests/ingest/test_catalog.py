@@ -1,0 +1,41 @@
+"""The deletion guard: an empty or wrong folder must not look like "delete everything"."""
+
+import pytest
+
+from rag_assets.ingest.catalog import Vanished, deletion_refusal, vanished_documents
+from rag_assets.models import Catalog, DiscoveryError
+from rag_assets.index.stage_store import INDEXED, StageStore
+from rag_assets_tests.index.test_stage_store import ref
+
+
+def catalog(n: int) -> Catalog:
+    return Catalog("/docs", [ref(f"d{i}.md") for i in range(n)], [])
+
+
+@pytest.mark.parametrize(
+    "gone, indexed, found, refused",
+    [
+        (3, 3, 0, True),  # everything: always refused
+        (1, 1, 0, True),
+        (11, 21, 10, True),  # more than half of more than 20
+        (10, 21, 11, False),  # half: allowed
+        (15, 20, 5, False),  # 20 or fewer indexed: only "all of them" is refused
+        (0, 50, 50, False),
+    ],
+)
+def test_refusal_rule(gone, indexed, found, refused):
+    vanished = Vanished([f"x{i}.md" for i in range(gone)], indexed)
+    reason = deletion_refusal(catalog(found), vanished, max_share=0.5, min_documents=20, allow=False)
+    assert (reason is not None) == refused
+    if refused:
+        assert f"refusing to remove {gone} of {indexed} indexed documents" in reason and "/docs" in reason
+        assert "--allow-mass-delete" in reason and "RAG_ALLOW_MASS_DELETE=1" in reason
+    assert deletion_refusal(catalog(found), vanished, max_share=0.5, min_documents=20, allow=True) is None
+
+
+def test_vanished_means_known_and_gone_but_not_merely_unreadable(tmp_path):
+    stages = StageStore(tmp_path)
+    for name in ("a.md", "b.md", "big.md"):
+        stages.write(INDEXED, name, "h", {"chunk_ids": []}, "fp")
+    now = Catalog("/docs", [ref("a.md")], [DiscoveryError("big.md", "over the size limit")])
+    assert vanished_documents(now, stages) == Vanished(["b.md"], 3)

@@ -1,0 +1,64 @@
+import os
+import time
+
+from rag_assets.ingest.change_detection import detect_changes
+
+
+def test_first_look_adds_everything_then_nothing_changes(tmp_path):
+    (tmp_path / "a.md").write_text("a")
+    (tmp_path / "b.md").write_text("b")
+    first = detect_changes(tmp_path, None, settle_seconds=0)
+    assert sorted(r.doc_path for r in first.added) == ["a.md", "b.md"]
+    second = detect_changes(tmp_path, first.cursor, settle_seconds=0)
+    assert not second.to_process and not second.deleted
+
+
+def test_touch_is_not_a_change_but_an_edit_is(tmp_path):
+    path = tmp_path / "a.md"
+    path.write_text("a")
+    c1 = detect_changes(tmp_path, None, settle_seconds=0)
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    c2 = detect_changes(tmp_path, c1.cursor, settle_seconds=0)
+    assert not c2.to_process and c2.touched == 1
+    path.write_text("edited")
+    c3 = detect_changes(tmp_path, c2.cursor, settle_seconds=0)
+    assert [r.doc_path for r in c3.changed] == ["a.md"]
+
+
+def test_deleted_and_renamed(tmp_path):
+    (tmp_path / "a.md").write_text("a")
+    c1 = detect_changes(tmp_path, None, settle_seconds=0)
+    (tmp_path / "a.md").rename(tmp_path / "renamed.md")
+    c2 = detect_changes(tmp_path, c1.cursor, settle_seconds=0)
+    assert c2.deleted == ["a.md"] and [r.doc_path for r in c2.added] == ["renamed.md"]
+    assert c2.added[0].content_hash == c1.added[0].content_hash
+
+
+def test_file_still_being_written_waits_for_a_stable_tick(tmp_path):
+    path = tmp_path / "growing.md"
+    path.write_text("part one")
+    now = time.time()
+    c1 = detect_changes(tmp_path, None, settle_seconds=60, now=now)
+    assert c1.unstable == ["growing.md"] and not c1.to_process
+    with open(path, "a") as fh:
+        fh.write(" and part two")
+    c2 = detect_changes(tmp_path, c1.cursor, settle_seconds=60, now=now + 1)
+    assert c2.unstable == ["growing.md"] and not c2.to_process  # size moved again
+    c3 = detect_changes(tmp_path, c2.cursor, settle_seconds=60, now=now + 2)
+    assert [r.doc_path for r in c3.added] == ["growing.md"]  # same size and mtime as last tick
+
+
+def test_tick_counts_change_events_so_a_revert_is_a_new_one(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("version A")
+    first = detect_changes(tmp_path, None, settle_seconds=0)
+    assert first.tick == 1
+    assert detect_changes(tmp_path, None, settle_seconds=0).tick == first.tick  # the same look again: same tick
+    quiet = detect_changes(tmp_path, first.cursor, settle_seconds=0)
+    assert not quiet.any and quiet.tick == 1
+    doc.write_text("version B")
+    to_b = detect_changes(tmp_path, quiet.cursor, settle_seconds=0)
+    doc.write_text("version A")
+    back_to_a = detect_changes(tmp_path, to_b.cursor, settle_seconds=0)
+    assert [c.content_hash for c in back_to_a.changed] == [c.content_hash for c in first.added]
+    assert (to_b.tick, back_to_a.tick) == (2, 3)

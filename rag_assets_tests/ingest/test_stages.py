@@ -1,0 +1,142 @@
+"""The plain stage runners (rag_assets.ingest.stages) under plain pytest: real files, the real tokenizer
+and model where a stage needs them, a real embedded Chroma, the real state database."""
+
+import numpy as np
+import pytest
+
+from rag_assets.ingest.chunking import ChunkingConfig
+from rag_assets.ingest.discovery import discover
+from rag_assets.embedding import MiniLMOnnxEmbedder, OpenAIEmbedder
+from rag_assets.index.embedding_cache import EmbeddingCache
+from rag_assets.ingest.stages import (
+    REPLACING,
+    Fingerprints,
+    chunking_fingerprint,
+    delete_orphans,
+    find_orphans,
+    run_chunk,
+    run_embed,
+    run_index,
+    run_parse,
+    run_split,
+    stale_documents,
+    store_fingerprint,
+)
+from rag_assets.progress import ProgressEvent
+from rag_assets.index.stage_store import CHUNKS, EMBEDDED, INDEXED, PARSED, StageStore
+from rag_assets.index.chroma_store import ChromaStore
+from rag_assets.ingest.tokens import TokenCounter
+from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.openai_server import Fault, OpenAIStubServer
+
+CONFIG = ChunkingConfig()
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    docs = write_corpus(tmp_path / "docs")
+    for i in range(8):
+        (docs / f"page-{i}.md").write_text(f"# Page {i}\n\n## Topic {i}\n\nPage {i} explains topic number {i} in one line.\n")
+    return tmp_path, discover(docs).documents
+
+
+@pytest.fixture(scope="module")
+def local_embedder():
+    return MiniLMOnnxEmbedder()
+
+
+def _chunk_all(refs, stages, tmp_path, embedder):
+    counter = TokenCounter.for_name("cl100k_base", tmp_path / "tiktoken")
+    fingerprint = chunking_fingerprint(CONFIG, "cl100k_base", embedder.model_name, embedder.max_input_tokens)
+    run_parse(refs, stages)
+    run_split(refs, stages)
+    run_chunk(refs, stages, counter, CONFIG, embedder.fits, fingerprint)
+    return fingerprint
+
+
+def test_stale_documents_says_why_and_reads_no_payload(corpus, local_embedder):
+    tmp_path, refs = corpus
+    stages = StageStore(tmp_path / "state")
+    fingerprints = Fingerprints(chunks="c1", embedded="m", indexed="ix")
+    assert set(stale_documents(refs, stages, fingerprints).values()) == {"new"}
+    for ref in refs:
+        for stage, fp in ((PARSED, ""), ("blocks", ""), (CHUNKS, "c1"), (EMBEDDED, "m"), (INDEXED, "ix")):
+            stages.write(stage, ref.doc_path, ref.content_hash, {"big": "payload"}, fp)
+    assert stale_documents(refs, stages, fingerprints) == {}
+    a, b, c, d = refs[:4]
+    stages.write(PARSED, a.doc_path, "an older hash", {}, "")
+    stages.mark(INDEXED, [b.doc_path], REPLACING)
+    stages.record_failure(c.doc_path, c.content_hash, EMBEDDED, "boom")
+    assert stale_documents(refs, stages, Fingerprints("c2", "m", "ix"))[d.doc_path] == "chunks: settings changed"
+    stale = stale_documents(refs, stages, fingerprints)
+    assert stale == {a.doc_path: "file changed", b.doc_path: "interrupted replace", c.doc_path: "failed at embedded: retried"}
+
+
+def test_stages_run_in_windows_and_report_progress(corpus, local_embedder, monkeypatch):
+    import rag_assets.ingest.stages as ingestion
+
+    monkeypatch.setattr(ingestion, "WINDOW_DOCS", 3)  # several windows over 11 documents
+    tmp_path, refs = corpus
+    stages = StageStore(tmp_path / "state")
+    events: list[ProgressEvent] = []
+    report = run_parse(refs, stages, events.append)
+    assert len(report.processed) == len(refs) == 11
+    assert [e.done for e in events] == [3, 6, 9, 11] and {e.total for e in events} == {11}
+    again = run_parse(refs, stages)
+    assert again.processed == [] and len(again.unchanged) == 11
+
+
+def test_a_dead_embedding_service_fails_the_rest_of_the_run_at_once(corpus, local_embedder, monkeypatch):
+    import rag_assets.ingest.stages as ingestion
+
+    monkeypatch.setattr(ingestion, "EMBED_GROUP_CHUNKS", 1)  # one document per group: many calls would be made
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    tmp_path, refs = corpus
+    stages = StageStore(tmp_path / "state")
+    with OpenAIStubServer(api_key="sk-test-000000") as server:
+        server.always(Fault.status(500))
+        embedder = OpenAIEmbedder("sk-test-000000", base_url=server.base_url, max_retries=2, backoff_base=0.001,
+                                  backoff_max=0.002, breaker_failures=2, tiktoken_cache_dir=tmp_path / "tiktoken")
+        fingerprint = _chunk_all(refs, stages, tmp_path, embedder)
+        report = run_embed(refs, stages, embedder, EmbeddingCache(stages.db), fingerprint)
+        sent = len(server.embedding_requests)
+    assert len(report.failed) == len(refs) and not report.processed
+    reasons = [report.failed[r.doc_path] for r in refs]
+    assert "HTTP 500" in reasons[0]  # the first failure is the endpoint's own error...
+    assert all("embedding service unavailable" in reason and "127.0.0.1" in reason for reason in reasons[1:])
+    assert sent <= 2 * 2, f"{sent} requests: the breaker should have stopped the run after two failed requests"
+    assert len(stages.failures()) == len(refs)
+
+
+def test_index_writes_many_documents_per_store_call_and_isolates_a_refused_one(corpus, local_embedder):
+    tmp_path, refs = corpus
+    stages = StageStore(tmp_path / "state")
+    cache = EmbeddingCache(stages.db)
+    fingerprint = _chunk_all(refs, stages, tmp_path, local_embedder)
+    bad = refs[0]
+    bad_hashes = [c["content_hash"] for c in stages.read(CHUNKS, bad.doc_path)["payload"]]
+    cache.put_many(local_embedder.model_name, bad_hashes, np.ones((len(bad_hashes), 3), dtype=np.float32))  # wrong size
+    assert not run_embed(refs, stages, local_embedder, cache, fingerprint).failed
+    store = ChromaStore(path=tmp_path / "chroma", embedding_model=local_embedder.model_name, dimension=384)
+    report = run_index(refs, stages, store, cache, fingerprint)
+    assert set(report.failed) == {bad.doc_path} and len(report.processed) == len(refs) - 1
+    assert store.doc_paths() == {r.doc_path for r in refs[1:]}
+    record = stages.read(INDEXED, refs[1].doc_path)
+    assert record["fingerprint"] == store_fingerprint(store)
+    assert set(record["payload"]["chunk_ids"]) == store.ids_of([refs[1].doc_path])[refs[1].doc_path]
+
+
+def test_orphans_are_found_from_ids_and_named(corpus, local_embedder):
+    tmp_path, refs = corpus
+    stages = StageStore(tmp_path / "state")
+    cache = EmbeddingCache(stages.db)
+    fingerprint = _chunk_all(refs, stages, tmp_path, local_embedder)
+    run_embed(refs, stages, local_embedder, cache, fingerprint)
+    store = ChromaStore(path=tmp_path / "chroma", embedding_model=local_embedder.model_name, dimension=384)
+    run_index(refs, stages, store, cache, fingerprint)
+    keep = [r.doc_path for r in refs if r.doc_path != "rate-limits.md"]
+    orphans = find_orphans(store, keep)
+    assert list(orphans.ids_by_document) == ["rate-limits.md"] and orphans.documents_in_store == len(refs)
+    assert delete_orphans(store, orphans, stages) == orphans.vectors > 0
+    assert store.doc_paths() == set(keep) and stages.read(INDEXED, "rate-limits.md") is None
+    assert find_orphans(store, keep).vectors == 0

@@ -1,0 +1,158 @@
+"""retrieval_evaluation materialized on a real instance over a real index of the test corpus."""
+
+import json
+import subprocess
+import sys
+import os
+
+import dagster as dg
+import pandas as pd
+import pytest
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from rag_assets_tests.conftest import SAMPLE_EVAL_SET
+from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions
+from rag_assets.orchestration.evaluation import retrieval_evaluation
+from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
+
+RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+
+GOOD = SAMPLE_EVAL_SET
+DRIFTED = [
+    {"id": "gone", "question": "How are prompts versioned?",
+     "expected": [{"doc_path": "guide/evaluation.md", "section": "Prompt versioning"}]},
+    {"id": "moved", "question": "What are the quotas?", "expected": [{"doc_path": "quotas.md"}]},
+]
+
+
+def write_eval(path, questions, extra_lines=()):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(q) for q in questions] + list(extra_lines)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def indexed(rag_env, dagster_home):
+    with dg.DagsterInstance.get() as instance:
+        assert dg.materialize([document_catalog], instance=instance, resources=RESOURCES).success
+        keys = instance.get_dynamic_partitions(documents_partitions.name)
+        tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]}
+        assert dg.materialize(PER_DOCUMENT_ASSETS, instance=instance, resources=RESOURCES, tags=tags).success
+        yield instance
+
+
+def _evaluate(instance):
+    result = dg.materialize([retrieval_evaluation], instance=instance, resources=RESOURCES, raise_on_error=False)
+    meta = {k: v.value for k, v in result.asset_materializations_for_node("retrieval_evaluation")[0].metadata.items()}
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    return result, meta, checks
+
+
+def test_scores_every_mode_saves_rows_and_passes_its_checks(indexed, rag_env, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.6")
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD, extra_lines=['{"id": "broken", "question": ""}', "not json"])
+    result, meta, checks = _evaluate(indexed)
+    assert result.success
+    assert meta["questions"] == 3 and meta["eval_set_errors"] == 2
+    for mode in ("vector", "keyword", "hybrid"):
+        assert 0.0 <= meta[f"{mode}/section.recall@5"] <= 1.0
+        assert "| section.mrr@10 |" in meta[f"{mode}/table"]
+    assert meta["hybrid/section.recall@5"] >= 2 / 3
+    assert checks["retrieval_quality"].passed and checks["eval_labels_resolve"].passed
+    rows = pd.read_parquet(meta["results_parquet"])
+    assert len(rows) == 9 and set(rows["mode"]) == {"vector", "keyword", "hybrid"}
+    # LLM-judged metrics are skipped with the reason recorded, never scored as zero
+    assert "no LLM configured" in meta["ragas_skipped"]["answer_correctness"]
+    assert "hybrid/ragas.answer_correctness" not in meta
+
+
+def test_checks_fail_when_quality_is_broken_and_labels_drift(indexed, rag_env, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.9")
+    monkeypatch.setenv("RAG_EVAL_CHECK_SEVERITY", "ERROR")
+    write_eval(rag_env / "eval" / "drifted.jsonl", DRIFTED)
+    _, meta, checks = _evaluate(indexed)
+    assert meta["hybrid/section.recall@5"] == 0.0
+    assert not checks["retrieval_quality"].passed
+    assert checks["retrieval_quality"].severity == dg.AssetCheckSeverity.ERROR
+    labels = checks["eval_labels_resolve"]
+    assert not labels.passed and labels.metadata["unresolved"].value == 2
+    problems = labels.metadata["problems"].value
+    assert "Prompt versioning" in problems and "quotas.md" in problems
+
+
+def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
+    eval_file = write_eval(rag_env / "elsewhere" / "set.jsonl", GOOD)
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.5")
+    cmd = [sys.executable, "-m", "rag_assets", "evaluate", "--eval-set", str(eval_file), "--top-k", "5", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out["metrics"]) == {"vector", "keyword", "hybrid"}
+    assert out["top_k"] == 5 and len(out["rows"]) == 9
+    assert out["checks"]["retrieval_quality"]["passed"] is True
+
+    monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "1.01")
+    monkeypatch.setenv("RAG_EVAL_CHECK_SEVERITY", "ERROR")
+    proc = subprocess.run(cmd[:-1], capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert proc.returncode == 1 and "retrieval_quality: FAILED (ERROR)" in proc.stderr
+    assert "section.recall@5" in proc.stdout
+
+
+def test_evaluation_is_requested_after_ingestion_changes_the_index(indexed, rag_env):
+    from rag_assets.orchestration.definitions import defs
+
+    # Dagster's first evaluation only records the state the condition starts from
+    first = dg.evaluate_automation_conditions(defs=defs, instance=indexed)
+    quiet = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=first.cursor)
+    assert quiet.total_requested == 0  # nothing changed since
+    doc = rag_env / "docs" / "rate-limits.md"
+    doc.write_text(doc.read_text() + "\nEnterprise tiers negotiate custom limits.\n")
+    assert dg.materialize(PER_DOCUMENT_ASSETS, instance=indexed, resources=RESOURCES, partition_key="rate-limits.md").success
+    after = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=quiet.cursor)
+    assert after.total_requested == 1
+    assert after.get_num_requested(retrieval_evaluation.key) == 1
+    settled = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=after.cursor)
+    assert settled.total_requested == 0  # requested once per change, not on every tick
+
+
+def test_no_eval_set_is_skipped_with_the_reason_not_failed(indexed, rag_env):
+    assert not list((rag_env / "eval").glob("*.jsonl"))
+    result, meta, checks = _evaluate(indexed)
+    assert result.success
+    assert meta["skipped"].startswith("no eval set") and str(rag_env / "eval") in meta["skipped"]
+    assert checks == {}  # nothing was checked: neither passed nor failed
+
+
+def test_rag_evaluate_without_eval_set_prints_one_line_and_exits_non_zero(rag_env, dagster_home):
+    proc = subprocess.run([sys.executable, "-m", "rag_assets", "evaluate"], capture_output=True, text=True,
+                          env=os.environ.copy(), timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("rag: no eval set")
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_extra_corpus_is_indexed_on_its_own_and_scored_side_by_side(indexed, rag_env, monkeypatch):
+    from rag_assets_tests.conftest import write_corpus
+
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD)
+    corpus = rag_env / "second"
+    write_corpus(corpus / "docs", {"pumps/seals.md": "# Pumps\n\n## Seal replacement\n\nReplace the pump seal "
+                                   "every spring; a dripping pump means the seal is worn out.\n"})
+    write_eval(corpus / "eval.jsonl", [{"id": "s1", "question": "When should I replace the pump seal?",
+                                        "expected": [{"doc_path": "pumps/seals.md", "section": "Seal replacement"}]}])
+    monkeypatch.setenv("RAG_EVAL_CORPORA", f"pumps={corpus}")
+    result, meta, checks = _evaluate(indexed)
+    assert result.success and checks["retrieval_quality"].passed
+    for mode in ("vector", "keyword", "hybrid"):
+        assert meta[f"pumps/{mode}/section.recall@5"] == 1.0  # the side corpus, scored per mode
+        assert 0 <= meta[f"{mode}/section.recall@5"] <= 1  # next to the main index's numbers
+    assert meta["pumps/questions"] == 1 and meta["pumps/chunks_in_index"] == 1
+    assert meta["pumps/documents_reindexed"] == 1 and meta["chunks_in_index"] > 1  # main index untouched
+    _, again, _ = _evaluate(indexed)
+    assert again["pumps/documents_reindexed"] == 0  # unchanged files are not read again
+
+    monkeypatch.setenv("RAG_EVAL_CORPORA", "pumps")  # no folder: a configuration error, said so
+    failed = dg.materialize([retrieval_evaluation], instance=indexed, resources=RESOURCES, raise_on_error=False)
+    assert not failed.success
+    assert "NAME=FOLDER" in str(next(e for e in failed.all_events if e.is_step_failure).step_failure_data.error.message)

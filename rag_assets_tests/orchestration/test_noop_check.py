@@ -1,0 +1,172 @@
+"""The Dagster-free answer to a `rag ingest` with nothing to do (orchestration/noop_check.py): given
+only after a full ingest left everything current, withdrawn by every kind of change, on a real
+SQLite Dagster instance, a real Chroma store and real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from rag_assets.config import Settings
+from rag_assets.index.locks import INGEST_LOCK_NAME
+from rag_assets.orchestration.noop_check import TOKEN_KEY, quick_noop, run_storage_state, sqlite_runs_db
+from rag_assets.orchestration.runs import get_instance, ingest
+from rag_assets.index.stage_store import StageStore
+
+from rag_assets_tests.conftest import subprocess_env
+
+
+@pytest.fixture
+def indexed(rag_env, dagster_home):
+    summary = ingest()
+    assert summary.documents_processed == 3 and not summary.errors
+    return rag_env
+
+
+def quick():
+    return quick_noop(Settings.from_env())
+
+
+def test_after_a_full_ingest_the_noop_is_answered_with_the_same_counts(indexed):
+    summary = quick()
+    assert summary is not None
+    assert (summary.documents_discovered, summary.documents_unchanged, summary.documents_processed) == (3, 3, 0)
+    assert summary.run_ids == [] and summary.errors == []
+    assert quick() is not None  # and again: answering writes nothing that spoils it
+
+
+def test_the_cli_answers_a_noop_without_importing_dagster(indexed, dagster_home):
+    code = ("import sys; from rag_assets.cli.main import main; rc = main(['ingest', '--json']); "
+            "print('dagster imported' if 'dagster' in sys.modules else 'no dagster'); sys.exit(rc)")
+    env = subprocess_env(indexed, DAGSTER_HOME=str(dagster_home))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("no dagster"), out.stdout
+    assert '"documents_unchanged": 3' in out.stdout
+
+
+def test_a_touched_file_is_still_a_noop_and_its_new_stat_is_remembered(indexed):
+    path = indexed / "docs" / "rate-limits.md"
+    later = time.time() + 5
+    os.utime(path, (later, later))
+    assert quick() is not None
+    stored = {d.doc_path: d for d in StageStore.for_settings(Settings.from_env()).read_catalog().documents}
+    assert stored["rate-limits.md"].mtime_ns == path.stat().st_mtime_ns
+
+
+def _edit(root: Path) -> None:
+    (root / "docs" / "rate-limits.md").write_text("# Rate limits\n\n## Tokens per minute\n\nAt most 40,000 tokens.\n")
+
+
+def _add(root: Path) -> None:
+    (root / "docs" / "new.md").write_text("# New page\n\n## Section\n\nA new page about marmalade.\n")
+
+
+def _delete(root: Path) -> None:
+    (root / "docs" / "rate-limits.md").unlink()
+
+
+def _another_run(root: Path) -> None:
+    @dg.asset
+    def unrelated():  # any run, e.g. one launched from the UI or by the sensor
+        return 1
+
+    assert dg.materialize([unrelated], instance=get_instance()).success
+
+
+def _wiped_dagster(root: Path) -> None:
+    shutil.rmtree(Path(os.environ["DAGSTER_HOME"]) / "storage")
+
+
+def _wiped_chroma(root: Path) -> None:
+    shutil.rmtree(root / "chroma")
+
+
+CHANGES = {"edit": _edit, "add": _add, "delete": _delete, "another_dagster_run": _another_run,
+           "wiped_dagster_storage": _wiped_dagster, "wiped_chroma": _wiped_chroma}
+
+
+@pytest.mark.parametrize("change", [*CHANGES, "settings"])
+def test_every_kind_of_change_takes_the_full_path_which_then_restores_the_answer(indexed, monkeypatch, change):
+    if change == "settings":
+        monkeypatch.setenv("RAG_CHUNK_TARGET_TOKENS", "120")
+    else:
+        CHANGES[change](indexed)
+    assert quick() is None
+    if change.startswith("wiped"):
+        # in a new process, as in life (this one keeps the deleted databases open)
+        out = subprocess.run([sys.executable, "-m", "rag_assets", "ingest", "--json"], capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        summary = json.loads(out.stdout)
+        assert summary["run_ids"], "the partitions Dagster lost are materialized again"
+        if change == "wiped_chroma":
+            assert summary["documents_processed"] == 3 and summary["chunks_written"] > 0
+    else:
+        summary = ingest()
+        assert not summary.errors
+        if change in ("edit", "add"):
+            assert summary.documents_processed >= 1, summary
+        if change == "settings":  # every chunk record is stale: the documents are run again
+            assert summary.run_ids, summary
+    assert quick() is not None, "the full ingest left everything current and said so"
+
+
+def test_an_unfinished_dagster_run_means_dont_know(indexed):
+    instance = get_instance()
+    run = instance.add_run(dg.DagsterRun(job_name="__elsewhere", status=dg.DagsterRunStatus.STARTED))
+    assert run_storage_state().unfinished_runs == 1
+    assert quick() is None
+    instance.report_run_failed(run)
+    assert quick() is None  # a run since the answer was recorded: the full path decides once
+    ingest()
+    assert quick() is not None
+
+
+def test_another_ingest_holding_the_lock_means_dont_know(indexed):
+    lock_path = Settings.from_env().state_dir / INGEST_LOCK_NAME
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import sys, time; from filelock import FileLock; l = FileLock({str(lock_path)!r}); "
+                               "l.acquire(); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert quick() is None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert quick() is not None
+
+
+def test_a_failed_document_means_no_answer_until_it_is_fixed(indexed):
+    bad = indexed / "docs" / "bad.md"
+    bad.write_text("---\ntitle: [unclosed\n---\n# Bad\n\nText.\n")
+    summary = ingest()
+    assert [e["doc_path"] for e in summary.errors] == ["bad.md"]
+    assert StageStore.for_settings(Settings.from_env()).db.get_meta(TOKEN_KEY) == ""
+    assert quick() is None
+    bad.write_text("---\ntitle: Fixed\n---\n# Fixed\n\nText.\n")
+    assert not ingest().errors
+    assert quick() is not None
+
+
+def test_only_a_literal_sqlite_run_storage_is_read(tmp_path):
+    cases = {
+        "run_storage:\n  module: dagster._core.storage.runs\n  class: SqliteRunStorage\n  config:\n    base_dir: data/h\n":
+            Path("data/h/runs.db"),
+        "storage:\n  sqlite:\n    base_dir: /x/storage\n": Path("/x/storage/history/runs.db"),
+        "storage:\n  postgres:\n    postgres_url: postgresql://u@h/db\n": None,
+        "run_storage:\n  class: SqliteRunStorage\n  config:\n    base_dir:\n      env: X\n": None,
+        "telemetry:\n  enabled: false\n": None,
+        "- not a mapping\n": None,
+    }
+    for text, expected in cases.items():
+        (tmp_path / "dagster.yaml").write_text(text)
+        assert sqlite_runs_db(tmp_path) == expected, text

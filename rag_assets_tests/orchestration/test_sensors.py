@@ -1,0 +1,184 @@
+"""docs_sensor evaluated with dg.build_sensor_context on a real (SQLite) instance and real files."""
+
+import json
+import os
+import time
+
+import dagster as dg
+import pytest
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from rag_assets.orchestration.definitions import defs
+from rag_assets.orchestration.assets import documents_partitions
+from rag_assets.orchestration.sensors import docs_sensor
+
+PAST = time.time() - 3600  # files older than the settle window
+
+
+@pytest.fixture
+def instance(rag_env, dagster_home):
+    for path in (rag_env / "docs").rglob("*.md"):
+        os.utime(path, (PAST, PAST))
+    with dg.DagsterInstance.get() as inst:
+        yield inst
+
+
+def tick(instance, cursor=None) -> dg.SensorResult:
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+    result = docs_sensor(context)
+    # what the daemon does with the result
+    for request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
+
+
+def kinds(result: dg.SensorResult) -> list[str]:
+    return ["catalog" if r.run_key.endswith("-catalog") else "documents" for r in result.run_requests]
+
+
+def documents_runs(result: dg.SensorResult) -> list[dg.RunRequest]:
+    return [r for r in result.run_requests if "-documents-" in r.run_key]
+
+
+def documents_run(result: dg.SensorResult) -> dg.RunRequest:
+    runs = documents_runs(result)
+    assert len(runs) == 1, result.run_requests
+    return runs[0]
+
+
+def launch(instance, result: dg.SensorResult) -> list[str]:
+    """What the daemon does with the run requests: skip a run key this sensor already launched,
+    run the others (in process, one after the other, as the queue would); returns the keys run."""
+    job = defs.resolve_implicit_global_asset_job_def()
+    launched = []
+    for request in result.run_requests:
+        tags = {"dagster/run_key": request.run_key, "dagster/sensor_name": "docs_sensor"}
+        if instance.get_runs(filters=dg.RunsFilter(tags=tags)):
+            continue
+        run = job.execute_in_process(
+            instance=instance, asset_selection=list(request.asset_selection), tags={**request.tags, **tags},
+            run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
+        )
+        assert run.success
+        launched.append(request.run_key)
+    return launched
+
+
+def indexed_text(doc_path: str) -> str:
+    from rag_assets.config import Settings
+    from rag_assets.embedding import load_embedder
+    from rag_assets.index.chroma_store import ChromaStore
+
+    settings = Settings.from_env()
+    store = ChromaStore.for_settings(settings, load_embedder(settings))
+    return "\n".join(text for _, text, meta in store.iter_all() if meta["doc_path"] == doc_path)
+
+
+def write(path, text, mtime=PAST):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (mtime, mtime))
+
+
+def test_first_tick_registers_documents_and_requests_one_run(instance):
+    result = tick(instance)
+    assert sorted(instance.get_dynamic_partitions(documents_partitions.name)) == [
+        "guide/evaluation.md", "guide/streaming.md", "rate-limits.md"
+    ]
+    assert kinds(result) == ["catalog", "documents"]
+    tags = documents_run(result).tags
+    assert tags[ASSET_PARTITION_RANGE_START_TAG] == "guide/evaluation.md"
+    assert tags[ASSET_PARTITION_RANGE_END_TAG] == "rate-limits.md"
+
+    again = tick(instance, result.cursor)
+    assert not again.run_requests and again.skip_reason is not None
+
+
+def test_changed_file_requests_only_its_partition_and_touch_is_ignored(instance, rag_env):
+    cursor = tick(instance).cursor
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    os.utime(doc, (PAST + 10, PAST + 10))  # touch: new mtime, same content
+    touched = tick(instance, cursor)
+    assert not touched.run_requests
+    write(doc, doc.read_text() + "\nOne more paragraph.\n")
+    result = tick(instance, touched.cursor)
+    run = documents_run(result)
+    assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == run.tags[ASSET_PARTITION_RANGE_END_TAG] == "guide/streaming.md"
+    assert not any(r.run_key.endswith("-catalog") for r in result.run_requests)  # no file appeared or vanished
+    # idempotent: the same change evaluated twice gives the same run key
+    assert documents_run(tick(instance, touched.cursor)).run_key == run.run_key
+
+
+def test_deleted_file_requests_the_catalog_run(instance, rag_env):
+    cursor = tick(instance).cursor
+    (rag_env / "docs" / "rate-limits.md").unlink()
+    result = tick(instance, cursor)
+    assert kinds(result) == ["catalog"]
+    assert "rate-limits.md" not in json.loads(result.cursor)["files"]
+
+
+def test_half_written_file_waits_until_it_settles(instance, rag_env):
+    cursor = tick(instance).cursor
+    fresh = rag_env / "docs" / "draft.md"
+    write(fresh, "# Draft\n\nhalf a sent", mtime=time.time())
+    first = tick(instance, cursor)
+    assert not first.run_requests  # modified a moment ago and never seen before: still being written
+    write(fresh, "# Draft\n\nhalf a sentence, now finished.\n", mtime=time.time())
+    second = tick(instance, first.cursor)
+    assert not second.run_requests  # it moved again: still unstable
+    third = tick(instance, second.cursor)  # unchanged since the last look: settled
+    assert documents_run(third).tags[ASSET_PARTITION_RANGE_END_TAG] == "draft.md"
+
+
+def test_a_burst_of_1000_new_files_is_one_tick_and_a_few_runs(instance, rag_env):
+    cursor = tick(instance).cursor
+    for i in range(1000):
+        write(rag_env / "docs" / "bulk" / f"page-{i:04d}.md", f"# Page {i}\n\nBody of page {i}.\n")
+    started = time.perf_counter()
+    result = tick(instance, cursor)
+    elapsed = time.perf_counter() - started
+    runs = documents_runs(result)  # slices of RAG_DOCUMENTS_PER_RUN (200), in partition order
+    assert [r.tags["rag/changed_documents"] for r in runs] == ["200"] * 5
+    assert runs[0].tags[ASSET_PARTITION_RANGE_START_TAG] == "bulk/page-0000.md"
+    assert runs[-1].tags[ASSET_PARTITION_RANGE_END_TAG] == "bulk/page-0999.md"
+    assert len(instance.get_dynamic_partitions(documents_partitions.name)) == 1003
+    assert elapsed < 60, f"a tick must finish inside Dagster's 60 s sensor timeout, took {elapsed:.1f} s"
+    print(f"1000-file tick: {elapsed:.2f} s")
+
+
+def test_a_reverted_file_and_a_restored_file_are_indexed_again(instance, rag_env):
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    version_a = doc.read_text()
+    result = tick(instance)
+    launch(instance, result)
+    write(doc, version_a.replace("incrementally", "in one piece (version B)"), mtime=PAST + 10)
+    result = tick(instance, result.cursor)
+    assert launch(instance, result)
+    assert "version B" in indexed_text("guide/streaming.md")
+
+    write(doc, version_a, mtime=PAST + 20)  # revert to a version the sensor has seen before
+    result = tick(instance, result.cursor)
+    assert launch(instance, result), "the revert must launch a run (a new run key)"
+    assert "version B" not in indexed_text("guide/streaming.md") and "incrementally" in indexed_text("guide/streaming.md")
+
+    doc.unlink()  # delete, then restore
+    result = tick(instance, result.cursor)
+    assert launch(instance, result)
+    assert indexed_text("guide/streaming.md") == ""
+    write(doc, version_a, mtime=PAST + 30)
+    result = tick(instance, result.cursor)
+    assert launch(instance, result), "the restore must launch runs"
+    assert "incrementally" in indexed_text("guide/streaming.md")
+
+    # the same tick evaluated again asks for the same keys: the daemon launches nothing twice
+    assert launch(instance, tick(instance, json.dumps(json.loads(result.cursor)))) == []
+
+
+def test_the_sensor_never_empties_the_index(instance, rag_env):
+    result = tick(instance)
+    launch(instance, result)
+    for path in (rag_env / "docs").rglob("*.md"):
+        path.unlink()
+    skipped = tick(instance, result.cursor)
+    assert not skipped.run_requests and "refusing to remove 3 of 3 indexed documents" in str(skipped.skip_reason)
+    assert indexed_text("rate-limits.md")  # nothing was removed
