@@ -1,0 +1,1 @@
+"""The `rag` command line (main.py) and its terminal progress bars."""

@@ -1,7 +1,8 @@
-"""Every command line the README shows runs as written, in the README's order, on a scratch copy of the
-bundled corpus (data/docs, data/eval) with every piece of state in a temporary folder.
+"""Every command line the README and its docs pages show runs as written, in their order (the README
+first, then docs/*.md in the order the README's map lists them), on a scratch copy of the bundled
+corpus (data/docs, data/eval) with every piece of state in a temporary folder.
 
-Taken from the README: the `.venv/bin/rag …`, `.venv/bin/dagster asset materialize …` and
+Taken from those pages: the `.venv/bin/rag …`, `.venv/bin/dagster asset materialize …` and
 `.venv/bin/dagster job execute …` lines of its ```bash blocks (the first block's chain of commands
 included) and of inline code spans. Left to other tests: `dagster dev` (test_web_ui.py starts it and
 drives the UI) and the test command itself. `rag ask` is pointed at an OpenAI-compatible stub server
@@ -22,6 +23,13 @@ from rag_assets_tests.support.openai_server import OpenAIStubServer
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+
+
+def documentation() -> str:
+    """The README, then every docs page it links to, in the order of its links."""
+    readme = README.read_text(encoding="utf-8")
+    pages = list(dict.fromkeys(re.findall(r"\]\((docs/[a-z0-9_-]+\.md)\)", readme)))
+    return "\n".join([readme] + [(REPO / page).read_text(encoding="utf-8") for page in pages])
 RUNNABLE = (".venv/bin/rag ", ".venv/bin/dagster asset materialize ", ".venv/bin/dagster job execute ")
 KEY = "sk-readme-test-0000"
 
@@ -56,7 +64,7 @@ def _strip_comment(command: str) -> str:
 
 
 def test_the_readme_lists_the_commands_it_promises():
-    commands = readme_commands(README.read_text(encoding="utf-8"))
+    commands = readme_commands(documentation())
     assert commands[:3] == [".venv/bin/rag ingest", ".venv/bin/rag evaluate",
                             '.venv/bin/rag query "How do I add more test cases in the Evaluation tool?"'], commands[:3]
     assert any(c.startswith(".venv/bin/dagster asset materialize") and "--partition" in c for c in commands)
@@ -76,7 +84,7 @@ def scratch(tmp_path, monkeypatch):
 
 def test_every_readme_command_runs_as_written(scratch):
     tmp_path, home = scratch
-    commands = readme_commands(README.read_text(encoding="utf-8"))
+    commands = readme_commands(documentation())
     with OpenAIStubServer(api_key=KEY, default_chat_reply="Click Add Test Case [Source 1].") as chat:
         env = subprocess_env(tmp_path, DAGSTER_HOME=str(home), OPENAI_API_KEY=KEY, OPENAI_BASE_URL=chat.base_url)
         env.pop("RAG_EMBEDDER", None)
