@@ -63,6 +63,11 @@ class Settings:
     max_delete_share: float = 0.5
     mass_delete_min_documents: int = 20
     allow_mass_delete: bool = False
+    # automation under `dagster dev`: how often docs_sensor looks at the folder (Dagster's sensor
+    # daemon loop wakes every 5 s, so less is not faster), and how often evaluation_sensor asks
+    # whether the index changed since the last evaluation
+    sensor_interval_seconds: int = 5
+    evaluation_interval_seconds: int = 30
     # chunking (tiktoken tokens)
     tiktoken_encoding: str = "cl100k_base"
     chunk_min_tokens: int = 40
@@ -206,6 +211,8 @@ ENV_VARS: dict[str, str] = {
     "max_delete_share": "RAG_MAX_DELETE_SHARE",
     "mass_delete_min_documents": "RAG_MASS_DELETE_MIN_DOCUMENTS",
     "allow_mass_delete": "RAG_ALLOW_MASS_DELETE",
+    "sensor_interval_seconds": "RAG_SENSOR_INTERVAL_SECONDS",
+    "evaluation_interval_seconds": "RAG_EVALUATION_INTERVAL_SECONDS",
     "cache_dir": "RAG_CACHE_DIR",
     "eval_dir": "RAG_EVAL_DIR",
     "eval_results_dir": "RAG_EVAL_RESULTS_DIR",

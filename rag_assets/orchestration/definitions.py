@@ -6,11 +6,11 @@ from __future__ import annotations
 import dagster as dg
 
 from .assets import INGESTION_ASSETS, MAINTENANCE_ASSETS, PER_DOCUMENT_ASSETS, documents_partitions
-from .evaluation import EVALUATION_ASSETS, evaluation_automation
+from .evaluation import EVALUATION_ASSETS
 from .event_log import enable_event_batching
 from .resources import EmbedderResource, VectorStoreResource
 from .schedules import nightly_reconcile
-from .sensors import docs_sensor
+from .sensors import docs_sensor, evaluation_sensor
 
 # Dagster hands a run's per-partition events to the event log in batches only when asked; the
 # batching event-log storage of dagster.yaml then writes each batch in one transaction.
@@ -28,7 +28,7 @@ ingest_documents = dg.define_asset_job(
 defs = dg.Definitions(
     assets=[*INGESTION_ASSETS, *MAINTENANCE_ASSETS, *EVALUATION_ASSETS],
     jobs=[ingest_documents],
-    sensors=[docs_sensor, evaluation_automation],
+    sensors=[docs_sensor, evaluation_sensor],
     schedules=[nightly_reconcile],
     resources={"embedder": EmbedderResource(), "vector_store": VectorStoreResource()},
     # One process per run, not per step: steps share the loaded model, start-up costs once, and

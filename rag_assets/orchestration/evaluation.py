@@ -19,6 +19,7 @@ from typing import Any
 
 import dagster as dg
 
+from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.modes import RetrievalMode
 
 from .assets import vector_index
@@ -26,6 +27,7 @@ from .resources import EmbedderResource, VectorStoreResource, current_settings
 
 EVALUATION = "evaluation"
 QUALITY_METRIC = "section.recall@5"
+GENERATION_KEY = "index_generation"  # the index version an evaluation scored (evaluation_sensor compares it)
 # What the UI plots per mode: the headline metrics (every metric is in the saved rows and JSON).
 PLOTTED = (
     "section.hit@1", "section.precision@3", "section.recall@3", "section.recall@5", "section.recall@10",
@@ -47,13 +49,6 @@ class EvaluationConfig(dg.Config):
         group_name=EVALUATION,
         description="Hit@k, precision@k, recall@k, MRR, nDCG (section and document level) and ragas scores, "
                     "per mode, on the main index and on every extra eval corpus.",
-        # eager() without its "all upstream partitions exist" guard: one failed document must not stop
-        # quality from being measured. Scored when first missing and after every index update.
-        automation_condition=(
-            (dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_updated()).since_last_handled()
-            & ~dg.AutomationCondition.any_deps_in_progress()
-            & ~dg.AutomationCondition.in_progress()
-        ),
     )],
     check_specs=[
         dg.AssetCheckSpec("retrieval_quality", asset="retrieval_evaluation",
@@ -62,7 +57,7 @@ class EvaluationConfig(dg.Config):
                           description="every expected source of the eval sets exists in the index"),
     ],
     # A multi-asset that can be subset may leave its checks out: with no eval set there is nothing to
-    # check, and evaluation_automation (which runs this after every ingest) must not turn "nothing to
+    # check, and evaluation_sensor (which runs this after every index change) must not turn "nothing to
     # evaluate" into a FAILURE run. It materializes with the reason instead and yields no check.
     can_subset=True,
 )
@@ -89,12 +84,15 @@ def retrieval_evaluation(
     if not paths and not corpora:
         reason = NO_EVAL_SET.format(eval_dir=settings.eval_dir)
         context.log.info(f"skipped: {reason}")
-        yield dg.MaterializeResult(asset_key="retrieval_evaluation", metadata={"skipped": reason})
+        yield dg.MaterializeResult(asset_key="retrieval_evaluation",
+                                   metadata={"skipped": reason, GENERATION_KEY: current_generation(settings)})
         return
 
     top_k = config.top_k or settings.eval_top_k
     model = embedder.get()
-    metadata: dict = {"top_k": top_k}
+    # read before scoring: an index change during the evaluation leaves a newer generation, which
+    # evaluation_sensor then scores again
+    metadata: dict = {"top_k": top_k, GENERATION_KEY: current_generation(settings)}
     checks: list[dg.AssetCheckResult] = []
     if paths:
         loaded = load_eval_sets(paths)
@@ -231,14 +229,5 @@ def _labels_check(report, store, settings) -> dg.AssetCheckResult:
         metadata=metadata,
     )
 
-
-# Declarative automation: re-score after every ingestion that touched the index. Running by default
-# (unlike docs_sensor) so that `dagster dev` measures quality after every run, wherever it came from.
-evaluation_automation = dg.AutomationConditionSensorDefinition(
-    "evaluation_automation",
-    target=[retrieval_evaluation],
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
-)
 
 EVALUATION_ASSETS = [retrieval_evaluation]

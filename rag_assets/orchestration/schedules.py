@@ -18,6 +18,7 @@ from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_
 from .evaluation import retrieval_evaluation
 from .partition_ranges import plan_runs
 from .resources import current_settings
+from .sensors import EVALUATION_RUN_TAGS, INDEX_RUN_TAGS
 
 RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 
@@ -30,7 +31,8 @@ RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 )
 def nightly_reconcile(context: dg.ScheduleEvaluationContext):
     stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
-    requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key])]
+    requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key],
+                              tags=INDEX_RUN_TAGS)]
     settings = current_settings()
     stages = StageStore.for_settings(settings)
     try:
@@ -45,7 +47,8 @@ def nightly_reconcile(context: dg.ScheduleEvaluationContext):
     wanted = {d.partition_key for d in catalog.documents if d.doc_path in stale}
     for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
         requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",
-                                      asset_selection=[a.key for a in PER_DOCUMENT_ASSETS], tags=run.tags))
-    requests.append(dg.RunRequest(run_key=f"reconcile-audit-{stamp}", asset_selection=[index_audit.key]))
-    requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}", asset_selection=[retrieval_evaluation.key]))
+                                      asset_selection=[a.key for a in PER_DOCUMENT_ASSETS], tags={**run.tags, **INDEX_RUN_TAGS}))
+    requests.append(dg.RunRequest(run_key=f"reconcile-audit-{stamp}", asset_selection=[index_audit.key], tags=INDEX_RUN_TAGS))
+    requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}", asset_selection=[retrieval_evaluation.key],
+                                  tags=EVALUATION_RUN_TAGS))
     return requests

@@ -7,9 +7,19 @@ already indexed needs no run), registers new documents as partitions, and reques
 documents in slices of RAG_DOCUMENTS_PER_RUN. Run keys come from the cursor's change counter:
 unique per change event, the same when one tick is evaluated twice.
 The sensor never removes most of the index on its own: such a tick is logged and skipped.
+
+The documents runs are queued before the catalog run: a new file is searchable after one run, not
+two (the documents run reads a key the catalog has not seen yet as its path).
+
+evaluation_sensor: re-scores the index after it changed, batched. Each evaluation records the index
+generation it scored; when the generation now differs and no ingestion or evaluation run is queued
+or running, one evaluation run is asked for (run key = the generation, so one per index version).
+While ingestion keeps running it waits, at most EVALUATION_MAX_DEFER_SECONDS, then evaluates
+anyway, so a folder that never stops changing is still scored.
 """
 
-import os
+import json
+import time
 
 import dagster as dg
 
@@ -18,16 +28,25 @@ from rag_assets.ingest.change_detection import detect_changes
 from rag_assets.models import Catalog
 from rag_assets.index.stage_store import StageStore
 
+from rag_assets.config import Settings
+from rag_assets.index.generation import current_generation
+
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions
+from .evaluation import GENERATION_KEY, retrieval_evaluation
 from .partition_ranges import plan_runs
 from .resources import current_settings
 
-SENSOR_INTERVAL_SECONDS = int(os.environ.get("RAG_SENSOR_INTERVAL_SECONDS", "30"))
+# the run queue's tag limits (dagster.yaml) keep index writers one at a time and let one evaluation
+# run beside them
+INDEX_RUN_TAGS = {"rag/run": "index"}
+EVALUATION_RUN_TAGS = {"rag/run": "evaluation"}
+EVALUATION_MAX_DEFER_SECONDS = 300
+_SETTINGS_AT_LOAD = Settings.from_env()  # intervals are part of the definitions, fixed at load
 
 
 @dg.sensor(
     name="docs_sensor",
-    minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+    minimum_interval_seconds=_SETTINGS_AT_LOAD.sensor_interval_seconds,
     default_status=dg.DefaultSensorStatus.STOPPED,
     target=[document_catalog, *PER_DOCUMENT_ASSETS],
     description="Re-ingests new, changed, reverted and restored markdown files and removes deleted ones.",
@@ -63,16 +82,17 @@ def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     order = list(existing) + new_keys  # the order the partitions will have once added
     prefix = f"docs-{changes.tick}"
     run_requests = []
-    if new_keys or changes.deleted:
-        run_requests.append(dg.RunRequest(run_key=f"{prefix}-catalog", asset_selection=[document_catalog.key]))
     for i, run in enumerate(plan_runs(order, {r.partition_key for r in to_process}, settings.documents_per_run)):
         run_requests.append(
             dg.RunRequest(
                 run_key=f"{prefix}-documents-{i}",
                 asset_selection=[a.key for a in PER_DOCUMENT_ASSETS],
-                tags={**run.tags, "rag/changed_documents": str(len(run.keys))},
+                tags={**run.tags, **INDEX_RUN_TAGS, "rag/changed_documents": str(len(run.keys))},
             )
         )
+    if new_keys or changes.deleted:
+        run_requests.append(dg.RunRequest(run_key=f"{prefix}-catalog", asset_selection=[document_catalog.key],
+                                          tags=INDEX_RUN_TAGS))
     if not run_requests:
         return dg.SensorResult(skip_reason=dg.SkipReason("changed files are already indexed"), cursor=changes.cursor)
     return dg.SensorResult(
@@ -96,3 +116,35 @@ def _mass_deletion(settings, stages: StageStore, changes) -> str | None:
     vanished = vanished_documents(remaining, stages)
     return deletion_refusal(remaining, vanished, settings.max_delete_share, settings.mass_delete_min_documents,
                             settings.allow_mass_delete)
+
+
+_IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+              dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+@dg.sensor(
+    name="evaluation_sensor",
+    minimum_interval_seconds=_SETTINGS_AT_LOAD.evaluation_interval_seconds,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    target=[retrieval_evaluation],
+    description="Re-scores retrieval after the index changed (batched: once ingestion runs are done).",
+)
+def evaluation_sensor(context: dg.SensorEvaluationContext):
+    generation = current_generation(current_settings())
+    event = context.instance.get_latest_materialization_event(retrieval_evaluation.key)
+    scored = None
+    if event and event.asset_materialization:
+        value = event.asset_materialization.metadata.get(GENERATION_KEY)
+        scored = getattr(value, "value", value)
+    if scored == generation:
+        return dg.SkipReason(f"the index ({generation[:8]}) is evaluated")
+    in_flight = context.instance.get_runs(filters=dg.RunsFilter(statuses=_IN_FLIGHT))
+    if any(r.tags.get("rag/run") == "evaluation" for r in in_flight):
+        return dg.SkipReason("an evaluation run is queued or running")
+    cursor = json.loads(context.cursor) if context.cursor else {}
+    waiting_since = cursor.get("since", time.time()) if cursor.get("generation") == scored else time.time()
+    context.update_cursor(json.dumps({"generation": scored, "since": waiting_since}))
+    ingesting = [r for r in in_flight if r.tags.get("rag/run") == "index"]
+    if ingesting and time.time() - waiting_since < EVALUATION_MAX_DEFER_SECONDS:
+        return dg.SkipReason(f"{len(ingesting)} ingestion run(s) in flight; evaluating once they finish")
+    return dg.RunRequest(run_key=f"evaluate-{generation}", tags=EVALUATION_RUN_TAGS)

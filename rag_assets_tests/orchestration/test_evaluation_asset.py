@@ -99,21 +99,48 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     assert "section.recall@5" in proc.stdout
 
 
-def test_evaluation_is_requested_after_ingestion_changes_the_index(indexed, rag_env):
+def _sensor_tick(instance, cursor=None):
     from rag_assets.orchestration.definitions import defs
+    from rag_assets.orchestration.sensors import evaluation_sensor
 
-    # Dagster's first evaluation only records the state the condition starts from
-    first = dg.evaluate_automation_conditions(defs=defs, instance=indexed)
-    quiet = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=first.cursor)
-    assert quiet.total_requested == 0  # nothing changed since
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+    return evaluation_sensor.evaluate_tick(context)
+
+
+def test_evaluation_sensor_scores_each_index_version_once(indexed, rag_env):
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD)
+    first = _sensor_tick(indexed)
+    (request,) = first.run_requests  # the index was never scored
+    assert request.tags["rag/run"] == "evaluation" and request.run_key.startswith("evaluate-")
+    result, meta, _ = _evaluate(indexed)
+    assert result.success and meta["index_generation"] == request.run_key.removeprefix("evaluate-")
+    scored = _sensor_tick(indexed, first.cursor)
+    assert not scored.run_requests and "is evaluated" in scored.skip_message
+
     doc = rag_env / "docs" / "rate-limits.md"
     doc.write_text(doc.read_text() + "\nEnterprise tiers negotiate custom limits.\n")
     assert dg.materialize(PER_DOCUMENT_ASSETS, instance=indexed, resources=RESOURCES, partition_key="rate-limits.md").success
-    after = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=quiet.cursor)
-    assert after.total_requested == 1
-    assert after.get_num_requested(retrieval_evaluation.key) == 1
-    settled = dg.evaluate_automation_conditions(defs=defs, instance=indexed, cursor=after.cursor)
-    assert settled.total_requested == 0  # requested once per change, not on every tick
+    (again,) = _sensor_tick(indexed, scored.cursor).run_requests
+    assert again.run_key != request.run_key  # a new index version, a new evaluation
+
+
+def test_evaluation_sensor_waits_for_ingestion_runs_in_flight(indexed, rag_env, monkeypatch):
+    from rag_assets.orchestration import sensors
+
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD)
+    probe = dg.Definitions(jobs=[dg.define_asset_job("probe", selection=[document_catalog])],
+                           assets=[document_catalog], resources=RESOURCES).resolve_job_def("probe")
+    ingesting = indexed.create_run_for_job(probe, tags={"rag/run": "index"}, status=dg.DagsterRunStatus.STARTED)
+    waiting = _sensor_tick(indexed)
+    assert not waiting.run_requests and "ingestion run(s) in flight" in waiting.skip_message
+    # a folder that never stops changing is still scored, after a bounded wait
+    monkeypatch.setattr(sensors, "EVALUATION_MAX_DEFER_SECONDS", 0)
+    assert len(_sensor_tick(indexed, waiting.cursor).run_requests) == 1
+    indexed.report_run_canceled(ingesting)
+    evaluating = indexed.create_run_for_job(probe, tags={"rag/run": "evaluation"}, status=dg.DagsterRunStatus.STARTED)
+    busy = _sensor_tick(indexed, waiting.cursor)
+    assert not busy.run_requests and "evaluation run is queued or running" in busy.skip_message
+    indexed.report_run_canceled(evaluating)
 
 
 def test_no_eval_set_is_skipped_with_the_reason_not_failed(indexed, rag_env):
