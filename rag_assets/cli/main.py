@@ -1,4 +1,4 @@
-"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask. Ingestion always runs through Dagster.
+"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask, ui. Ingestion always runs through Dagster.
 
 Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration.
 """
@@ -14,6 +14,7 @@ import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
+from rag_assets.cli import ui
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.retrieval.modes import MAX_TOP_K, RetrievalMode, validate_top_k
@@ -73,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="an eval set (repeatable; default: every *.jsonl under RAG_EVAL_DIR)")
     p.add_argument("--top-k", type=int, default=0, help="results retrieved per question (default RAG_EVAL_TOP_K=10)")
     p.add_argument("--json", action="store_true", help="print the metrics (mode -> metric -> value) and per-question rows")
+
+    ui.add_parser(sub)
     return parser
 
 
@@ -86,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "docs_dir", None):
             os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
-        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask}[args.command](args)
+        return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask,
+                "ui": ui.run}[args.command](args)
     except (ConfigurationError, FileNotFoundError) as exc:
         return _fail(args, f"configuration error: {_message(exc)}", EXIT_USAGE, debug)
     except RagError as exc:

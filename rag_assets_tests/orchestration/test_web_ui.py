@@ -92,7 +92,10 @@ def webserver(tmp_path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     storage = f"  sqlite:\n    base_dir: {tmp_path}/dagster/storage"
-    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, storage, "    dequeue_interval_seconds: 1\n"))
+    # the repo's queue and launcher settings: runs start in WarmRunLauncher's pre-warmed workers
+    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, storage, "    dequeue_interval_seconds: 1\n"
+                                                     "run_launcher:\n  module: rag_assets.orchestration.warm_launcher\n"
+                                                     "  class: WarmRunLauncher\n"))
     env = subprocess_env(
         tmp_path,
         DAGSTER_HOME=str(home),
