@@ -29,7 +29,7 @@ from rag_assets.models import Catalog
 from rag_assets.index.stage_store import StageStore
 
 from rag_assets.config import Settings
-from rag_assets.index.generation import current_generation
+from rag_assets.index.generation import EMPTY as EMPTY_INDEX, current_generation
 
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions
 from .evaluation import GENERATION_KEY, retrieval_evaluation
@@ -131,6 +131,8 @@ _IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.Da
 )
 def evaluation_sensor(context: dg.SensorEvaluationContext):
     generation = current_generation(current_settings())
+    if generation == EMPTY_INDEX:
+        return dg.SkipReason("nothing is indexed yet")
     event = context.instance.get_latest_materialization_event(retrieval_evaluation.key)
     scored = None
     if event and event.asset_materialization:

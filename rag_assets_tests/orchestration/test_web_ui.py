@@ -101,6 +101,8 @@ def webserver(tmp_path):
         DAGSTER_HOME=str(home),
         RAG_EVAL_MIN_HYBRID_RECALL_AT_5="0.5",
         DAGSTER_DISABLE_TELEMETRY="1",
+        # this test launches and counts its own evaluation runs: evaluation_sensor ticks once at start only
+        RAG_EVALUATION_INTERVAL_SECONDS="3600",
     )
     port = _free_port()
     log = tmp_path / "dagster-dev.log"
