@@ -120,24 +120,28 @@ def scratch_env(scratch: Path) -> dict:
 
 
 class Reader:
-    """One long-lived pipeline, as a chat backend holds one."""
+    """One long-lived pipeline, as a chat backend holds one. A query that raises is a finding:
+    counted and printed, and the poll goes on."""
 
     def __init__(self, env: dict):
         os.environ.update(env)
         from rag_assets.pipeline import RAGPipeline
 
         self.pipeline = RAGPipeline.from_settings()
+        self.errors = 0
 
     def docs_for(self, text: str) -> list:
-        return self.pipeline.search(text, None, 5)
+        try:
+            return self.pipeline.search(text, None, 5)
+        except Exception as exc:
+            self.errors += 1
+            print(f"  reader: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+            return []
 
     def wait(self, done, started: float) -> float:
         while time.monotonic() - started < TIMEOUT_SECONDS:
-            try:
-                if done():
-                    return time.monotonic() - started
-            except Exception as exc:  # a reader error is a finding: print it and keep polling
-                print(f"  reader: {type(exc).__name__}: {exc}", flush=True)
+            if done():
+                return time.monotonic() - started
             time.sleep(POLL_SECONDS)
         return float("nan")
 
@@ -242,8 +246,8 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, max(0, round(p / 100 * len(values) + 0.5) - 1))]
 
 
-def report(log: list[dict], phase: dict[str, list[float]], label: str) -> str:
-    lines = [f"### {label}", "", "| change | n | p50 s | p95 s | max s | timed out |", "|---|---|---|---|---|---|"]
+def report(log: list[dict], phase: dict[str, list[float]], label: str, reader_errors: int) -> str:
+    lines = [f"### {label}", "", f"Reader queries that raised: {reader_errors}.", "", "| change | n | p50 s | p95 s | max s | timed out |", "|---|---|---|---|---|---|"]
     for kind in ("edit", "add", "rename", "delete", "burst"):
         vals = [c["seconds"] for c in log if c["kind"] == kind]
         if vals:
@@ -283,7 +287,7 @@ def main() -> None:
         singles_and_bursts = run_changes(reader, scratch / "docs", args.changes, args.bursts)
         singles = [c for c in singles_and_bursts if c["kind"] != "burst"]
         table = report(singles_and_bursts, phases(singles, dagster.runs()),
-                       f"{args.label} ({time.strftime('%Y-%m-%d')}, load {os.getloadavg()[0]:.1f})")
+                       f"{args.label} ({time.strftime('%Y-%m-%d')}, load {os.getloadavg()[0]:.1f})", reader.errors)
         print("\n" + table)
         if args.out:
             with open(args.out, "a") as f:

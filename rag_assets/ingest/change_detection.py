@@ -3,7 +3,10 @@
 The cursor maps doc_path -> (size, mtime, content hash). A file whose size and mtime match the
 cursor is unchanged without being read; otherwise it is hashed, and only a different hash is a
 change (a `touch` is not). A file whose size or mtime moved since the previous look and was
-modified within the last `settle_seconds` is still being written: it waits for the next tick.
+modified within the last `settle_seconds` may still be being written. With `wait`, the look waits
+until it is that old and stats it again: unchanged, it is taken now; moved again, it is still being
+written and waits for the next tick. Without `wait` it always waits for the next tick. (The sensor
+waits: a saved file is taken in the same tick, a second later, not one sensor interval later.)
 
 The cursor also counts the looks that found a change (`tick`): run keys built from it are unique
 per change event, so reverting a file to a version seen before, or restoring a deleted one, is a
@@ -22,7 +25,7 @@ from pathlib import Path
 from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files
 from rag_assets.models import DiscoveryError, DocumentRef
 
-DEFAULT_SETTLE_SECONDS = 5.0
+DEFAULT_SETTLE_SECONDS = 1.0
 
 
 @dataclass
@@ -52,6 +55,7 @@ def detect_changes(
     max_file_bytes: int = 5_000_000,
     settle_seconds: float = DEFAULT_SETTLE_SECONDS,
     now: float | None = None,
+    wait: bool = False,
 ) -> Changes:
     now = time.time() if now is None else now
     state = json.loads(cursor) if cursor else {}
@@ -63,6 +67,21 @@ def detect_changes(
     files: dict[str, list] = {}
     new_pending: dict[str, list] = {}
 
+    def take(path: Path, doc_path: str, previous: list | None) -> None:
+        try:
+            ref = _fingerprint(path, doc_path, max_file_bytes)
+        except (OSError, DocumentTooLarge) as exc:
+            changes.errors.append(DiscoveryError(doc_path, str(exc)))
+            return
+        files[doc_path] = [ref.size_bytes, ref.mtime, ref.content_hash]
+        if previous is None:
+            changes.added.append(ref)
+        elif previous[2] != ref.content_hash:
+            changes.changed.append(ref)
+        else:
+            changes.touched += 1
+
+    young: list[tuple[Path, str, list, list | None]] = []
     for path in paths:
         doc_path = path.relative_to(root).as_posix()
         try:
@@ -76,23 +95,28 @@ def detect_changes(
             continue
         settling = settle_seconds > 0 and now - st.st_mtime < settle_seconds and pending.get(doc_path) != observed
         if settling:
-            new_pending[doc_path] = observed
-            changes.unstable.append(doc_path)
-            if previous:
-                files[doc_path] = previous  # keep the last good version known until it settles
+            young.append((path, doc_path, observed, previous))
             continue
-        try:
-            ref = _fingerprint(path, doc_path, max_file_bytes)
-        except (OSError, DocumentTooLarge) as exc:
-            changes.errors.append(DiscoveryError(doc_path, str(exc)))
-            continue
-        files[doc_path] = [ref.size_bytes, ref.mtime, ref.content_hash]
-        if previous is None:
-            changes.added.append(ref)
-        elif previous[2] != ref.content_hash:
-            changes.changed.append(ref)
-        else:
-            changes.touched += 1
+        take(path, doc_path, previous)
+
+    if young and wait:
+        # one short wait for all of them, until the youngest is settle_seconds old
+        newest = max(observed[1] for _, _, observed, _ in young)
+        time.sleep(min(settle_seconds, max(0.0, newest + settle_seconds - time.time())))
+    for path, doc_path, observed, previous in young:
+        if wait:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if [st.st_size, st.st_mtime] == observed:
+                take(path, doc_path, previous)
+                continue
+            observed = [st.st_size, st.st_mtime]
+        new_pending[doc_path] = observed
+        changes.unstable.append(doc_path)
+        if previous:
+            files[doc_path] = previous  # keep the last good version known until it settles
 
     changes.deleted = sorted(set(known) - set(files) - set(new_pending))
     changes.tick = int(state.get("tick", 0)) + (1 if changes.any else 0)

@@ -34,11 +34,12 @@ def _lower_priority() -> bool:
     return True
 
 
-def _restore_priority() -> None:
-    # niceness is per thread on Linux: the warm-up started thread pools (onnxruntime, grpc)
+def _set_priority(nice: int) -> None:
+    # niceness is per thread on Linux: the warm-up started thread pools (onnxruntime, grpc), and
+    # threads started later inherit the caller's
     for tid in os.listdir("/proc/self/task"):
         try:
-            os.setpriority(os.PRIO_PROCESS, int(tid), 0)
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -84,9 +85,10 @@ def main() -> int:
     line = sys.stdin.readline()
     if not line.strip():
         return 0
-    if niced:
-        _restore_priority()
     order = json.loads(line)
+    nice = int(order.get("nice", 0))
+    if niced or nice:
+        _set_priority(nice)
     if _source_mtimes() != warmed_at:
         return execute_cold(order["run_id"], order["instance_ref"])
     return execute(order["run_id"], order["instance_ref"])

@@ -62,3 +62,34 @@ def test_tick_counts_change_events_so_a_revert_is_a_new_one(tmp_path):
     back_to_a = detect_changes(tmp_path, to_b.cursor, settle_seconds=0)
     assert [c.content_hash for c in back_to_a.changed] == [c.content_hash for c in first.added]
     assert (to_b.tick, back_to_a.tick) == (2, 3)
+
+
+def test_a_just_saved_file_is_taken_in_the_same_look_once_it_settles(tmp_path):
+    path = tmp_path / "saved.md"
+    path.write_text("# Saved\n\nA paragraph.\n")
+    started = time.monotonic()
+    changes = detect_changes(tmp_path, None, settle_seconds=0.5, wait=True)
+    assert [r.doc_path for r in changes.added] == ["saved.md"] and not changes.unstable
+    assert time.monotonic() - started < 2  # one short wait, not a sensor interval
+
+
+def test_a_file_written_during_the_wait_is_left_for_the_next_look(tmp_path):
+    import threading
+
+    path = tmp_path / "growing.md"
+    path.write_text("part one")
+
+    def keep_writing():
+        for _ in range(5):
+            time.sleep(0.1)
+            with open(path, "a") as fh:
+                fh.write(" and more")
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    changes = detect_changes(tmp_path, None, settle_seconds=0.4, wait=True)
+    writer.join()
+    assert changes.unstable == ["growing.md"] and not changes.to_process
+    time.sleep(0.5)
+    later = detect_changes(tmp_path, changes.cursor, settle_seconds=0.4, wait=True)
+    assert [r.doc_path for r in later.added] == ["growing.md"]
