@@ -118,17 +118,39 @@ def test_deleted_file_requests_the_catalog_run(instance, rag_env):
     assert "rate-limits.md" not in json.loads(result.cursor)["files"]
 
 
+def test_a_saved_file_is_taken_in_the_same_tick_once_it_settles(instance, rag_env):
+    cursor = tick(instance).cursor
+    write(rag_env / "docs" / "draft.md", "# Draft\n\nA finished sentence.\n", mtime=time.time())
+    started = time.monotonic()
+    result = tick(instance, cursor)
+    assert documents_run(result).tags[ASSET_PARTITION_RANGE_END_TAG] == "draft.md"  # not one interval later
+    assert time.monotonic() - started < 5
+
+
 def test_half_written_file_waits_until_it_settles(instance, rag_env):
+    import threading
+
     cursor = tick(instance).cursor
     fresh = rag_env / "docs" / "draft.md"
     write(fresh, "# Draft\n\nhalf a sent", mtime=time.time())
-    first = tick(instance, cursor)
-    assert not first.run_requests  # modified a moment ago and never seen before: still being written
-    write(fresh, "# Draft\n\nhalf a sentence, now finished.\n", mtime=time.time())
-    second = tick(instance, first.cursor)
-    assert not second.run_requests  # it moved again: still unstable
-    third = tick(instance, second.cursor)  # unchanged since the last look: settled
-    assert documents_run(third).tags[ASSET_PARTITION_RANGE_END_TAG] == "draft.md"
+    stop = threading.Event()
+
+    def keep_writing():  # an editor still saving while the tick looks
+        while not stop.wait(0.2):
+            with open(fresh, "a") as fh:
+                fh.write(" more")
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        first = tick(instance, cursor)
+    finally:
+        stop.set()
+        writer.join()
+    assert not first.run_requests  # it moved during the look: still being written
+    time.sleep(1.2)
+    second = tick(instance, first.cursor)  # quiet since: settled
+    assert documents_run(second).tags[ASSET_PARTITION_RANGE_END_TAG] == "draft.md"
 
 
 def test_a_burst_of_1000_new_files_is_one_tick_and_a_few_runs(instance, rag_env):
