@@ -48,3 +48,7 @@ class VectorDBUnavailableError(RagError):
 
 class InvalidQueryError(RagError, ValueError):
     """A query is empty, too long or otherwise unusable."""
+
+
+class InvalidFilterError(InvalidQueryError):
+    """A retrieval filter names a key no indexed document has, or gives an unusable value."""

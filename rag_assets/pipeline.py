@@ -11,13 +11,17 @@ Contract (after ../seeds rag-pipeline-contract, adapted to this project):
   is in the same order. ``relevance_score`` is the dense cosine of the query with the chunk in
   every mode (keyword-only hits too), so one threshold works for every mode. Each chunk also
   keeps ``retrieval_rank``/``retrieval_score``: its place and score in the mode's own ranking.
-- Threshold: ``avg_relevance`` is the mean cosine of those candidates. When it is under
-  ``min_relevance`` (default RAG_MIN_RELEVANCE, calibrated in benchmarks/retrieval_calibration.md),
-  no chunks come back and ``meets_threshold`` is False; otherwise the candidates whose own cosine is
-  under ``min_relevance`` are dropped too ("return only those that qualify").
+- Threshold: ``avg_relevance`` is the mean cosine of the first GATE_HEAD (5) candidates of the
+  ranking, whatever ``max_chunks`` is. When it is under ``min_relevance`` (default RAG_MIN_RELEVANCE,
+  calibrated in benchmarks/retrieval_calibration.md), no chunks come back and ``meets_threshold`` is
+  False; otherwise the candidates whose own cosine is under ``min_relevance`` are dropped too ("return
+  only those that qualify"). Every ``max_chunks`` up to RANKING_FLOOR (20) reads the same ranking, so
+  asking for more context returns a superset of asking for less, never fewer chunks.
+- Filters (``RetrieveRequest.filters``, ``query(filters=...)``): the documents a query may return
+  chunks from (rag_assets.retrieval.filters); ranking happens inside that set.
 - Errors: empty/whitespace or too long (RAG_MAX_QUERY_CHARS) queries raise InvalidQueryError (a
   ValueError); an unreachable Chroma raises VectorDBUnavailableError (logged at ERROR).
-- Cache: identical (query, context_key, mode, max_chunks, min_relevance) within
+- Cache: identical (query, context_key, mode, max_chunks, min_relevance, filters) within
   RAG_QUERY_CACHE_TTL_SECONDS is served from an LRU/TTL cache (``RAGContext.cached``); any change of
   the index generation (an ingest that changed the index) drops it. Query embeddings are cached (LRU).
 """
@@ -38,11 +42,14 @@ from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.query_cache import GenerationCache
 from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
+from rag_assets.retrieval.filters import Filters
 from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_query
 
 log = logging.getLogger(__name__)
 
 PIPELINE_TYPE = "rag_assets.retrieval.retriever"
+GATE_HEAD = 5  # the avg_relevance gate reads this many of the ranking's first candidates
+RANKING_FLOOR = 20  # every max_chunks up to this reads the same ranking (its first max_chunks)
 # stored chunk metadata that is bookkeeping, not something a consumer cites
 _INTERNAL_KEYS = {"content_hash", "embedding_model", "token_count", "oversized", "chunk_index"}
 
@@ -68,13 +75,13 @@ class RAGPipeline:
         return self._cache
 
     # ------------------------------------------------------------------------------------------
-    def search(self, query: str, mode: str | None = None, top_k: int = 5) -> list[SearchResult]:
+    def search(self, query: str, mode: str | None = None, top_k: int = 5, filters=None) -> list[SearchResult]:
         """The top_k chunks for query in the mode's order, no threshold, no result cache.
 
         This is the ``search(question, mode, top_k)`` callable the evaluation uses.
         """
         validate_top_k(top_k)
-        return self._guard(self.retriever.search, query, mode, top_k)
+        return self._guard(self.retriever.search, query, mode, top_k, filters)
 
     def retrieve(self, request: RetrieveRequest) -> RAGContext:
         start = time.perf_counter()
@@ -85,20 +92,22 @@ class RAGPipeline:
         if not -1.0 <= min_relevance <= 1.0:
             raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {min_relevance}")
 
+        filters = Filters.parse(request.filters)
         generation = current_generation(self.settings)
-        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance)
+        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance, filters)
         hit = self._cache.get(key, generation)
         if hit is not None:
             return dataclasses.replace(
                 hit, query_id=uuid.uuid4(), cached=True, elapsed_ms=(time.perf_counter() - start) * 1000
             )
 
-        retrieval = self._guard(self.retriever.retrieve, query, mode, int(request.max_chunks))
+        depth = max(int(request.max_chunks), RANKING_FLOOR)
+        retrieval = self._guard(self.retriever.retrieve, query, mode, depth, filters)
         candidates = [
-            _to_chunk(r, rank) for rank, r in enumerate(retrieval.results, 1)
+            _to_chunk(r, rank) for rank, r in enumerate(retrieval.results[: int(request.max_chunks)], 1)
         ]
-        scores = [c.relevance_score for c in candidates]
-        avg = statistics.fmean(scores) if scores else 0.0
+        head = [r.relevance or 0.0 for r in retrieval.results[:GATE_HEAD]]
+        avg = statistics.fmean(head) if head else 0.0
         meets = bool(candidates) and avg >= min_relevance
         chunks = [c for c in candidates if c.relevance_score >= min_relevance] if meets else []
         chunks.sort(key=lambda c: (-c.relevance_score, c.retrieval_rank))
@@ -128,16 +137,16 @@ class RAGPipeline:
         OPENAI_BASE_URL set): then it is rag_assets.answer.generation's answer from these contexts, with
         ``[Source N]`` citations (N-th of ``contexts``), its "not found" message when there are no
         contexts, or a graceful message (``metadata["answer_error"]``) when the chat model failed.
-        kwargs: context_key, min_relevance (default RAG_MIN_RELEVANCE).
+        kwargs: context_key, min_relevance (default RAG_MIN_RELEVANCE), filters (rag_assets.retrieval.filters).
         Raises ValueError (InvalidQueryError is one) for a missing/empty/too long query, an unknown
         method or top_k outside 1..100.
         """
         start = time.perf_counter()
         validate_top_k(top_k)
         method = RetrievalMode.parse(method, self.settings.retrieval_mode)  # ValueError for an unknown method
-        unknown = set(kwargs) - {"context_key", "min_relevance"}
+        unknown = set(kwargs) - {"context_key", "min_relevance", "filters"}
         if unknown:
-            raise ValueError(f"unexpected arguments: {', '.join(sorted(unknown))} (accepted: context_key, min_relevance)")
+            raise ValueError(f"unexpected arguments: {', '.join(sorted(unknown))} (accepted: context_key, min_relevance, filters)")
         context = self.retrieve(
             RetrieveRequest(
                 query=query,
@@ -145,6 +154,7 @@ class RAGPipeline:
                 max_chunks=top_k,
                 min_relevance=kwargs.get("min_relevance"),
                 mode=method,
+                filters=kwargs.get("filters"),
             )
         )
         sources: list[str] = []

@@ -121,7 +121,9 @@ def test_zero_width_characters_are_dropped_from_a_visible_query(pipeline):
 
 
 def test_query_contract(pipeline):
-    result = pipeline.query("How do I stream responses with server-sent events?", method="hybrid", top_k=3)
+    # the gate reads the ranking's first 5 chunks; this 4-chunk corpus pads them with unrelated ones
+    result = pipeline.query("How do I stream responses with server-sent events?", method="hybrid", top_k=3,
+                            min_relevance=0.1)
     assert result["answer"] == ""
     meta = result["metadata"]
     for key in ("retrieval_method", "context_count", "sources", "execution_time_ms", "pipeline_type", "fallback_used"):
@@ -157,3 +159,34 @@ def test_package_exports():
 
     assert rag_assets.RAGPipeline is RAGPipeline and rag_assets.RetrieveRequest is RetrieveRequest
     assert RetrieveRequest("q").max_chunks == 5 and RetrieveRequest("q").min_relevance is None
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory):
+    """The bundled corpus (data/docs) indexed, and its eval questions."""
+    import json
+    from pathlib import Path
+
+    from rag_assets_tests.support.index_builder import build_index
+
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path_factory.mktemp("bundled")
+    settings = Settings.from_env({"RAG_DOCS_DIR": str(repo / "data" / "docs"), "RAG_CHROMA_PATH": str(root / "chroma"),
+                                  "RAG_STATE_DIR": str(root / "state"), "RAG_CACHE_DIR": str(root / "cache")})
+    build_index(settings.docs_dir, settings)
+    questions = [json.loads(line)["question"] for line in (repo / "data" / "eval" / "claude-docs.jsonl").open()
+                 if line.strip()]
+    return RAGPipeline.from_settings(settings), questions
+
+
+def test_more_context_is_a_superset_of_less_on_every_bundled_question(bundled):
+    pipeline, questions = bundled
+    answered = 0
+    for question in questions:
+        few = pipeline.retrieve(RetrieveRequest(question, max_chunks=5))
+        many = pipeline.retrieve(RetrieveRequest(question, max_chunks=20))
+        assert {c.chunk_id for c in few.document_chunks} <= {c.chunk_id for c in many.document_chunks}, question
+        assert few.avg_relevance == pytest.approx(many.avg_relevance)  # one gate, whatever max_chunks is
+        assert len(many.document_chunks) >= len(few.document_chunks)
+        answered += bool(few.document_chunks)
+    assert answered >= len(questions) * 0.9  # the bundled questions are on topic

@@ -28,6 +28,7 @@ def answer_question(
     min_relevance: float | None = None,
     mode: str = RetrievalMode.HYBRID.value,
     llm: ChatLLM | None = None,
+    filters=None,
 ) -> Answer:
     """Retrieve up to max_sources chunks and answer from them with [Source N] citations.
 
@@ -35,7 +36,8 @@ def answer_question(
     pipeline (default: RAGPipeline.from_settings(settings)) does the retrieval. Raises
     ConfigurationError without OPENAI_API_KEY, InvalidQueryError (a ValueError) for an empty or too
     long question, ValueError for max_sources outside 1..100, VectorDBUnavailableError when Chroma
-    cannot be reached. A failing chat model does not raise: see ``Answer.error``.
+    cannot be reached. A failing chat model does not raise: see ``Answer.error``. ``filters``
+    restrict the sources to some documents (rag_assets.retrieval.filters; InvalidFilterError).
     """
     start = time.perf_counter()
     settings = settings or (pipeline.settings if pipeline is not None else Settings.from_env())
@@ -50,7 +52,7 @@ def answer_question(
         log.info("question received: %r", question.strip()[:50])
     context = pipeline.retrieve(
         RetrieveRequest(query=question, context_key=context_key, max_chunks=max_sources,
-                        min_relevance=min_relevance, mode=mode)
+                        min_relevance=min_relevance, mode=mode, filters=filters)
     )
     return answer_from_context(context.query, context, settings=settings, llm=llm, start=start)
 

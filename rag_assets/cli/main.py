@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rag_assets.cli import ui
+from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.retrieval.modes import MAX_TOP_K, RetrievalMode, validate_top_k
@@ -35,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="remove vanished documents even when that empties most of the index (RAG_ALLOW_MASS_DELETE=1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--collection", help="the Chroma collection to write (default: RAG_COLLECTION or rag_chunks)")
     p.add_argument("--workers", type=int, default=1,
                    help="document runs in flight at once, launched through the instance's run launcher "
                         "(needs a Chroma server, CHROMA_HOST; default 1: runs in this process)")
@@ -57,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="retrieval mode (default: RAG_RETRIEVAL_MODE or hybrid)")
     p.add_argument("--top-k", type=int, default=5, help=f"results per question, 1-{MAX_TOP_K} (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--collection", help="the Chroma collection to search (default: RAG_COLLECTION or rag_chunks)")
+    add_filter_arguments(p)
 
     p = sub.add_parser(
         "ask",
@@ -68,10 +72,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("question", help="the question")
     p.add_argument("--max-sources", type=int, default=5, help=f"sources retrieved and cited, 1-{MAX_TOP_K} (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--collection", help="the Chroma collection to search (default: RAG_COLLECTION or rag_chunks)")
+    add_filter_arguments(p)
 
     p = sub.add_parser("evaluate", help="score retrieval on the eval sets (materializes retrieval_evaluation)")
     p.add_argument("--eval-set", action="append", metavar="FILE.jsonl",
                    help="an eval set (repeatable; default: every *.jsonl under RAG_EVAL_DIR)")
+    p.add_argument("--test-set", metavar="FILE",
+                   help="a JSONL eval set (as --eval-set), or a JSON test set of the ingestion contract's shape "
+                        "({\"queries\": [...]} with expected_modules / expected_keywords / selected_text), "
+                        "scored by module hit@k and keyword coverage")
+    p.add_argument("--collection", help="the Chroma collection to score (default: RAG_COLLECTION or rag_chunks)")
     p.add_argument("--top-k", type=int, default=0, help="results retrieved per question (default RAG_EVAL_TOP_K=10)")
     p.add_argument("--json", action="store_true", help="print the metrics (mode -> metric -> value) and per-question rows")
 
@@ -89,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "docs_dir", None):
             os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
+        if getattr(args, "collection", None):
+            os.environ["RAG_COLLECTION"] = args.collection
         return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask,
                 "ui": ui.run}[args.command](args)
     except (ConfigurationError, FileNotFoundError) as exc:
@@ -195,35 +208,41 @@ def _progress_bars(args):
 
 def _query(args) -> int:
     from rag_assets.errors import InvalidQueryError
-    from rag_assets.pipeline import RAGPipeline
+    from rag_assets.pipeline import GATE_HEAD, RAGPipeline
 
     if (args.text is None) == (args.batch is None):
         print("rag: query needs either a question or --batch FILE.jsonl (not both)", file=sys.stderr)
         return EXIT_USAGE
     if not _valid_count(args.top_k, "--top-k"):
         return EXIT_USAGE
+    try:
+        filters = filters_from_args(args)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.batch is not None:
         batch = Path(args.batch)
         if not batch.is_file():
             print(f"rag: batch file not found: {batch}", file=sys.stderr)
             return EXIT_USAGE
-        return _query_batch(RAGPipeline.from_settings(), batch, args.mode, args.top_k)
+        return _query_batch(RAGPipeline.from_settings(), batch, args.mode, args.top_k, filters)
 
     pipeline = RAGPipeline.from_settings()
     try:
-        results = pipeline.search(args.text, args.mode, args.top_k)
+        results = pipeline.search(args.text, args.mode, args.top_k, filters)
     except InvalidQueryError as exc:
         print(f"rag: invalid query: {exc}", file=sys.stderr)
         return EXIT_USAGE
     mode = RetrievalMode.parse(args.mode, pipeline.settings.retrieval_mode)
     threshold = pipeline.settings.min_relevance
-    relevance = [r.relevance for r in results if r.relevance is not None]
+    # the same gate as RAGPipeline.retrieve: the head of the ranking, whatever --top-k is
+    relevance = [r.relevance for r in results[:GATE_HEAD] if r.relevance is not None]
     avg = sum(relevance) / len(relevance) if relevance else 0.0
     meets = bool(results) and avg >= threshold
     if args.json:
         print(json.dumps(
-            {"query": args.text, "mode": mode, "avg_relevance": round(avg, 6), "meets_threshold": meets,
-             "results": [r.as_dict() for r in results]},
+            {"query": args.text, "mode": mode, "filters": filters, "avg_relevance": round(avg, 6),
+             "meets_threshold": meets, "results": [r.as_dict() for r in results]},
             indent=2, ensure_ascii=False,
         ))
     else:
@@ -234,15 +253,16 @@ def _query(args) -> int:
             snippet = " ".join(r.text.split())[:240]
             print(f"   {snippet}")
         if not results:
-            print("no results (is the index empty? run `rag ingest`)")
+            print("no chunk matches these filters" if filters else "no results (is the index empty? run `rag ingest`)")
         elif not meets:
             print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
                   "the indexed documents probably do not answer this)")
     return EXIT_OK
 
 
-def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int) -> int:
-    """One JSON line per input line; a bad line is reported (file:line) and skipped, exit 1 at the end."""
+def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int, filters=None) -> int:
+    """One JSON line per input line; a bad line is reported (file:line) and skipped, exit 1 at the end.
+    A line's own "filters" object replaces the flags' filters for that line."""
     from rag_assets.errors import InvalidQueryError
 
     failures = 0
@@ -267,7 +287,7 @@ def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int) -> int:
                 question = item.get("question", item.get("query"))
                 if not isinstance(question, str):
                     raise ValueError('needs a "question" (or "query") string')
-                results = pipeline.search(question, mode, top_k)
+                results = pipeline.search(question, mode, top_k, item.get("filters", filters))
             except (ValueError, InvalidQueryError) as exc:  # json.JSONDecodeError is a ValueError
                 failures += 1
                 print(f"rag: {batch}:{lineno}: {exc}", file=sys.stderr)
@@ -288,7 +308,7 @@ def _ask(args) -> int:
     if not _valid_count(args.max_sources, "--max-sources"):
         return EXIT_USAGE
     try:
-        result = answer_question(args.question, args.max_sources)
+        result = answer_question(args.question, max_sources=args.max_sources, filters=filters_from_args(args))
     except InvalidQueryError as exc:
         print(f"rag: invalid question: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -320,8 +340,15 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
 def _evaluate(args) -> int:
     from rag_assets.config import Settings
     from rag_assets.evaluation.corpora import NO_EVAL_SET, main_eval_sets, parse_eval_corpora
+    from rag_assets.evaluation.test_set import is_test_set_json
     from rag_assets.orchestration.runs import evaluate
 
+    if args.test_set:
+        if not Path(args.test_set).is_file():
+            raise FileNotFoundError(f"no such test set: {args.test_set}")
+        if is_test_set_json(args.test_set):
+            return _evaluate_test_set(args)
+        args.eval_set = [*(args.eval_set or []), args.test_set]
     settings = Settings.from_env()
     try:
         corpora = parse_eval_corpora(settings.eval_corpora)
@@ -368,6 +395,39 @@ def _evaluate(args) -> int:
         print(f"check {name}: {status}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
         failed_errors += (not check["passed"]) and check["severity"] == "ERROR"
     return EXIT_PARTIAL if failed_errors else EXIT_OK
+
+
+def _evaluate_test_set(args) -> int:
+    """A JSON test set (the ingestion contract's shape): module hit@k and keyword coverage per mode,
+    scored here over the index (such a set labels no sections, so the evaluation asset's metrics
+    do not apply). Exit 1 when an entry of the file was malformed (the others are scored)."""
+    from rag_assets.evaluation.test_set import load_test_set, score_test_set
+    from rag_assets.pipeline import RAGPipeline
+
+    try:
+        loaded = load_test_set(args.test_set)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    k = args.top_k or 5
+    if not _valid_count(k, "--top-k"):
+        return EXIT_USAGE
+    pipeline = RAGPipeline.from_settings()
+    report = score_test_set(loaded.questions, pipeline.search, RetrievalMode.names(), k)
+    if args.json:
+        print(json.dumps({**report, "errors": loaded.errors, "test_set": str(args.test_set)}, indent=2))
+    else:
+        print(f"{report['questions']} questions from {args.test_set}, top_k={k} "
+              f"({report['skipped']} skipped: answer-only or unlabelled)")
+        names = sorted({n for m in report["modes"].values() for n in m if not n.endswith(".questions")})
+        print(f"{'metric':34}" + "".join(f"{m:>10}" for m in report["modes"]))
+        for name in names:
+            values = [report["modes"][m].get(name) for m in report["modes"]]
+            count = max(report["modes"][m].get(f"{name}.questions", 0) for m in report["modes"])
+            print(f"{name + f' ({count} q)':34}" + "".join(f"{v:>10.3f}" if v is not None else f"{'-':>10}" for v in values))
+    for error in loaded.errors:
+        print(f"rag: {error}", file=sys.stderr)
+    return EXIT_PARTIAL if loaded.errors else EXIT_OK
 
 
 def _valid_count(value: int, flag: str) -> bool:

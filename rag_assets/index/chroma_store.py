@@ -48,6 +48,17 @@ class VectorHit:
     score: float  # cosine similarity, 1 = identical direction
 
 
+# chunk-level bookkeeping stored next to the document's own fields (title, module, tags, frontmatter)
+CHUNK_KEYS = frozenset({"section", "heading_breadcrumb", "chunk_index", "token_count", "content_hash",
+                        "embedding_model", "oversized", "description"})
+
+
+def document_fields(chunk_metadata: dict[str, Any]) -> dict[str, Any]:
+    """A stored chunk's metadata without the chunk-level keys: its document's fields (what retrieval
+    filters select on)."""
+    return {k: v for k, v in chunk_metadata.items() if k not in CHUNK_KEYS and isinstance(v, (str, int, float, bool))}
+
+
 def chunk_metadata(chunk: Chunk, embedding_model: str) -> dict[str, Any]:
     """Flat metadata stored with every vector (Chroma takes str/int/float/bool only)."""
     meta: dict[str, Any] = {

@@ -51,12 +51,12 @@ from rag_assets.ingest.chunking import build_index_text
 from rag_assets.index.generation import current_generation
 from rag_assets.index.locks import DocumentLocks
 from rag_assets.index.state_db import StateDB, keyword_builds
-from rag_assets.index.chroma_store import ChromaStore
+from rag_assets.index.chroma_store import ChromaStore, document_fields
 
 log = logging.getLogger(__name__)
 
 # Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
-FORMAT_VERSION = "kw-v3"
+FORMAT_VERSION = "kw-v4"
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
 DEFAULT_HEADING_REPEATS = 3
 
@@ -167,6 +167,9 @@ class KeywordIndex:
         self._rows: dict[str, int] = {}
         self._embeddings: np.ndarray | None = None
         self._meta: dict = {}
+        self._documents: dict[str, dict] = {}  # doc_path -> its filterable fields (retrieval.filters)
+        self._row_docs: np.ndarray = np.zeros(0, dtype=np.int64)  # row -> index into _doc_order
+        self._doc_order: list[str] = []
 
     @classmethod
     def for_settings(cls, store: ChromaStore, settings) -> "KeywordIndex":
@@ -231,10 +234,22 @@ class KeywordIndex:
                 found.append(term)
         return found
 
-    def search(self, query: str, top_k: int) -> list[KeywordHit]:
+    def documents(self) -> dict[str, dict]:
+        """Every indexed document's filterable fields (from its chunks' stored metadata)."""
+        self.ensure_current()
+        return self._documents
+
+    def rows_of(self, doc_paths: set[str]) -> np.ndarray:
+        """A boolean mask over this build's rows: True where the chunk belongs to one of doc_paths."""
+        wanted = np.fromiter((d in doc_paths for d in self._doc_order), dtype=bool, count=len(self._doc_order))
+        return wanted[self._row_docs] if len(self._row_docs) else np.zeros(0, dtype=bool)
+
+    def search(self, query: str, top_k: int, mask: np.ndarray | None = None) -> list[KeywordHit]:
         scores = self.scores(query)
         if scores is None:
             return []
+        if mask is not None:
+            scores = np.where(mask, scores, 0.0)
         k = min(top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         # by score, ties by index order (stable and deterministic)
@@ -273,6 +288,7 @@ class KeywordIndex:
                 return False
             ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
             table = [ChunkRow(*row) for row in json.loads((folder / "rows.json").read_text(encoding="utf-8"))]
+            documents = json.loads((folder / "documents.json").read_text(encoding="utf-8"))
             bm25 = headings = None
             if ids:
                 import bm25s
@@ -284,7 +300,7 @@ class KeywordIndex:
         except (OSError, ValueError, KeyError, TypeError) as exc:  # a half-deleted or foreign folder: rebuild
             log.warning("keyword index at %s unreadable (%s); rebuilding", folder, exc)
             return False
-        self._install(generation, bm25, headings, ids, table, embeddings, meta)
+        self._install(generation, bm25, headings, ids, table, embeddings, meta, documents)
         self.loads += 1
         return True
 
@@ -302,10 +318,12 @@ class KeywordIndex:
         heading_corpus: list[list[str]] = []
         table: list[ChunkRow] = []
         vectors: list[np.ndarray] = []
+        documents: dict[str, dict] = {}
         model = None
         for row in self.store.iter_all(include_embeddings=True):
             cid, text, meta, emb = row
             meta = meta or {}
+            documents.setdefault(str(meta.get("doc_path", "")), document_fields(meta))
             ids.append(cid)
             header = tokenize(chunk_headings_text(meta))
             corpus.append(tokenize(chunk_index_text(text, meta)) + header * self.heading_repeats)
@@ -327,6 +345,7 @@ class KeywordIndex:
                 np.save(tmp / "embeddings.npy", np.vstack(vectors).astype(np.float32))
             (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
             (tmp / "rows.json").write_text(json.dumps([list(r.__dict__.values()) for r in table]), encoding="utf-8")
+            (tmp / "documents.json").write_text(json.dumps(documents), encoding="utf-8")
             meta = {
                 "format": FORMAT_VERSION,
                 "heading_repeats": self.heading_repeats,
@@ -347,9 +366,10 @@ class KeywordIndex:
         self.builds += 1
         log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
         embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
-        self._install(generation, bm25, headings, ids, table, embeddings, meta)
+        self._install(generation, bm25, headings, ids, table, embeddings, meta, documents)
 
-    def _install(self, generation: str, bm25, headings, ids: Sequence[str], table, embeddings, meta: dict) -> None:
+    def _install(self, generation: str, bm25, headings, ids: Sequence[str], table, embeddings, meta: dict,
+                 documents: dict[str, dict]) -> None:
         self._bm25 = bm25 if bm25 is not None else _EMPTY
         self._headings = headings
         self._table = list(table)
@@ -357,6 +377,11 @@ class KeywordIndex:
         self._rows = {cid: i for i, cid in enumerate(self._ids)}
         self._embeddings = embeddings
         self._meta = meta
+        self._documents = documents
+        self._doc_order = list(documents)
+        index = {doc: i for i, doc in enumerate(self._doc_order)}
+        self._row_docs = np.fromiter((index.get(r.doc_path, -1) for r in self._table), dtype=np.int64,
+                                     count=len(self._table))
         self._generation = generation
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -16,6 +17,8 @@ class RetrieveRequest:
     max_chunks: int = 5
     min_relevance: float | None = None  # None = RAG_MIN_RELEVANCE
     mode: str | None = None  # vector | keyword | hybrid; None = RAG_RETRIEVAL_MODE
+    # document filters, e.g. {"module": "module-2", "tags": ["ros"]} (rag_assets.retrieval.filters)
+    filters: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from rag_assets.index.keyword import KeywordIndex, section_key, text_key
 from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
-from rag_assets.index.chroma_store import ChromaStore, VectorHit
+from rag_assets.index.chroma_store import ChromaStore, VectorHit, document_fields
+from rag_assets.retrieval.filters import Filters
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,22 @@ class SearchResult:
 
 
 @dataclass
+class _Scope:
+    """The documents a filtered query may return, and their rows in the keyword index."""
+
+    documents: set[str]
+    keyword: Any = None
+    _mask: np.ndarray | None = None
+
+    def mask(self) -> np.ndarray | None:
+        if self.keyword is None:
+            return None
+        if self._mask is None:
+            self._mask = self.keyword.rows_of(self.documents)
+        return self._mask
+
+
+@dataclass
 class Retrieval:
     """One search: the results plus how they were obtained."""
 
@@ -180,20 +197,41 @@ class Retriever:
             self._embeddings.set(key, vector)
         return vector
 
-    def search(self, query: str, mode: str | None = None, top_k: int = 5) -> list[SearchResult]:
+    def search(self, query: str, mode: str | None = None, top_k: int = 5, filters=None) -> list[SearchResult]:
         """The top_k chunks for query, best first (no relevance threshold)."""
-        return self.retrieve(query, mode, top_k).results
+        return self.retrieve(query, mode, top_k, filters).results
 
-    def retrieve(self, query: str, mode: str | None = None, top_k: int = 5) -> Retrieval:
+    def retrieve(self, query: str, mode: str | None = None, top_k: int = 5, filters=None) -> Retrieval:
+        """filters: a mapping or Filters (rag_assets.retrieval.filters); every list ranks inside the
+        documents they select."""
         query = validate_query(query, self.settings.max_query_chars)
         mode = RetrievalMode.parse(mode, self.settings.retrieval_mode)
         top_k = validate_top_k(top_k)
+        filters = Filters.parse(filters)
         self.follow_index()
+        scope = self._scope(filters) if filters else None
+        if scope is not None and not scope.documents:
+            return Retrieval(mode, [])
         if mode is RetrievalMode.VECTOR:
-            return self._vector(query, top_k)
+            return self._vector(query, top_k, scope)
         if mode is RetrievalMode.KEYWORD:
-            return self._keyword(query, top_k)
-        return self._hybrid(query, top_k)
+            return self._keyword(query, top_k, scope)
+        return self._hybrid(query, top_k, scope)
+
+    def _scope(self, filters: Filters) -> "_Scope":
+        """The documents the filters select, from the keyword index's document table (or, when that
+        index cannot be read, from the stored metadata)."""
+        try:
+            fields = self.keyword.documents()
+            return _Scope(filters.documents(fields), self.keyword)
+        except InvalidQueryError:
+            raise
+        except Exception as exc:  # a broken keyword index must not take filtered retrieval down
+            log.error("keyword index unavailable, filters read the stored metadata: %s", exc)
+            fields = {}
+            for _chunk_id, _text, meta in self.store.iter_all():
+                fields.setdefault(str((meta or {}).get("doc_path", "")), document_fields(meta or {}))
+            return _Scope(filters.documents(fields), None)
 
     def follow_index(self) -> None:
         """Re-open the embedded Chroma client when another process changed the index.
@@ -223,29 +261,38 @@ class Retriever:
         self.reopens += 1
 
     # ------------------------------------------------------------------------------------------
-    def _vector(self, query: str, top_k: int) -> Retrieval:
+    def _dense(self, vector: np.ndarray, depth: int, scope: "_Scope | None") -> list[VectorHit]:
+        if scope is None:
+            return self.store.query(vector, top_k=depth)
+        return self.store.query(vector, top_k=depth, doc_paths=sorted(scope.documents))
+
+    def _vector(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
         vector = self.embed_query(query)
-        hits = self.store.query(vector, top_k=candidate_depth(top_k))
+        hits = self._dense(vector, candidate_depth(top_k), scope)
         by_id = {h.chunk_id: h for h in hits}
         ranked = diversify_candidates([_candidate(h, h.score) for h in hits], top_k, self.ranking.max_per_page)
         results = [SearchResult.from_hit(by_id[c.chunk_id], relevance=by_id[c.chunk_id].score) for c in ranked]
         return Retrieval(RetrievalMode.VECTOR, results, dense_candidates=len(hits))
 
-    def _keyword(self, query: str, top_k: int) -> Retrieval:
-        hits = self.keyword.search(query, candidate_depth(top_k))
+    def _keyword(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
+        hits = self.keyword.search(query, candidate_depth(top_k), scope.mask() if scope else None)
+        if scope is not None:
+            hits = [h for h in hits if self.keyword.table(h.row).doc_path in scope.documents]
         candidates = [self._keyword_candidate(h.row, 0.0, h.score, score=h.score) for h in hits]
         ranked = diversify_candidates(candidates, top_k, self.ranking.max_per_page)
         vector = self.embed_query(query)
         results = self._results(ranked, {}, vector, self.keyword.cosines(vector, [c.chunk_id for c in ranked]))
         return Retrieval(RetrievalMode.KEYWORD, results, keyword_candidates=len(hits))
 
-    def _hybrid(self, query: str, top_k: int) -> Retrieval:
+    def _hybrid(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
         depth = candidate_depth(top_k)
         vector = self.embed_query(query)
-        dense = self.store.query(vector, top_k=depth)
+        dense = self._dense(vector, depth, scope)
         fallback = False
         try:
             bm25 = self.keyword.scores(query)
+            if bm25 is not None and scope is not None:
+                bm25 = np.where(scope.mask(), bm25, 0.0).astype(np.float32)
         except VectorDBUnavailableError:
             raise
         except Exception as exc:  # a broken keyword index must not take retrieval down
