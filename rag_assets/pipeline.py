@@ -19,6 +19,9 @@ Contract (after ../seeds rag-pipeline-contract, adapted to this project):
   asking for more context returns a superset of asking for less, never fewer chunks.
 - Filters (``RetrieveRequest.filters``, ``query(filters=...)``): the documents a query may return
   chunks from (rag_assets.retrieval.filters); ranking happens inside that set.
+- Preference (``RetrieveRequest.prefer``: the reader's module, chapter or doc_path): chunks from
+  there move up to PREFERENCE_PLACES (3) places ahead in the ranking; nothing is filtered, so a
+  question about another chapter is still answered from it.
 - Errors: empty/whitespace or too long (RAG_MAX_QUERY_CHARS) queries raise InvalidQueryError (a
   ValueError); an unreachable Chroma raises VectorDBUnavailableError (logged at ERROR).
 - Cache: identical (query, context_key, mode, max_chunks, min_relevance, filters) within
@@ -50,6 +53,7 @@ log = logging.getLogger(__name__)
 PIPELINE_TYPE = "rag_assets.retrieval.retriever"
 GATE_HEAD = 5  # the avg_relevance gate reads this many of the ranking's first candidates
 RANKING_FLOOR = 20  # every max_chunks up to this reads the same ranking (its first max_chunks)
+PREFERENCE_PLACES = 3  # how far a chunk of the reader's chapter (RetrieveRequest.prefer) moves up
 # stored chunk metadata that is bookkeeping, not something a consumer cites
 _INTERNAL_KEYS = {"content_hash", "embedding_model", "token_count", "oversized", "chunk_index"}
 
@@ -94,7 +98,8 @@ class RAGPipeline:
 
         filters = Filters.parse(request.filters)
         generation = current_generation(self.settings)
-        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance, filters)
+        prefer = (request.prefer or "").strip().strip("/") or None
+        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance, filters, prefer)
         hit = self._cache.get(key, generation)
         if hit is not None:
             return dataclasses.replace(
@@ -103,10 +108,9 @@ class RAGPipeline:
 
         depth = max(int(request.max_chunks), RANKING_FLOOR)
         retrieval = self._guard(self.retriever.retrieve, query, mode, depth, filters)
-        candidates = [
-            _to_chunk(r, rank) for rank, r in enumerate(retrieval.results[: int(request.max_chunks)], 1)
-        ]
-        head = [r.relevance or 0.0 for r in retrieval.results[:GATE_HEAD]]
+        ranked = prefer_place(retrieval.results, prefer) if prefer else retrieval.results
+        candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[: int(request.max_chunks)], 1)]
+        head = [r.relevance or 0.0 for r in ranked[:GATE_HEAD]]
         avg = statistics.fmean(head) if head else 0.0
         meets = bool(candidates) and avg >= min_relevance
         chunks = [c for c in candidates if c.relevance_score >= min_relevance] if meets else []
@@ -202,6 +206,20 @@ class RAGPipeline:
         except VectorDBUnavailableError as exc:
             log.error("vector store unavailable: %s", exc)
             raise
+
+
+def in_place(result: SearchResult, place: str) -> bool:
+    """The result comes from the reader's place: its module, its chapter, or under that doc_path."""
+    meta = result.metadata or {}
+    return (place in (str(meta.get("module", "")), str(meta.get("chapter", "")))
+            or result.doc_path == place or result.doc_path.startswith(place + "/")
+            or result.doc_path.removesuffix(".md").removesuffix(".mdx") == place)
+
+
+def prefer_place(results: list[SearchResult], place: str, places: int = PREFERENCE_PLACES) -> list[SearchResult]:
+    """The ranking with results from `place` moved up to `places` places ahead (stable otherwise)."""
+    keyed = [(i - (places + 0.5 if in_place(r, place) else 0), i, r) for i, r in enumerate(results)]
+    return [r for _, _, r in sorted(keyed, key=lambda t: (t[0], t[1]))]
 
 
 def _to_chunk(result: SearchResult, rank: int) -> DocumentChunk:

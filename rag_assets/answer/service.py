@@ -3,13 +3,14 @@ citations (the generation itself: rag_assets.answer.generation)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING
 
 from rag_assets.answer.generation import MAX_SOURCES, Answer, ChatLLM, answer_from_context, check_chat_settings
 from rag_assets.config import Settings
-from rag_assets.retrieval.context import RetrieveRequest
+from rag_assets.retrieval.context import DocumentChunk, RetrieveRequest
 from rag_assets.retrieval.modes import RetrievalMode
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 
 def answer_question(
     question: str,
+    chapter_context: str | None = None,
     max_sources: int = 5,
     *,
     pipeline: "RAGPipeline | None" = None,
@@ -29,8 +31,16 @@ def answer_question(
     mode: str = RetrievalMode.HYBRID.value,
     llm: ChatLLM | None = None,
     filters=None,
+    selected_text: str | None = None,
 ) -> Answer:
     """Retrieve up to max_sources chunks and answer from them with [Source N] citations.
+
+    The textbook-service order: ``answer_question(question, chapter_context, max_sources)``.
+    ``chapter_context`` (the module, chapter or doc_path the reader is in) prefers chunks from there
+    softly (RetrieveRequest.prefer): a question about another chapter is still answered. (An int in
+    its place is the earlier ``answer_question(question, max_sources)`` form and is read as such.)
+    ``selected_text`` (a passage the reader selected) is Source 1; retrieval, asked with the
+    selection and the question, adds up to max_sources - 1 sources of context around it.
 
     settings (default: the pipeline's, else Settings.from_env()) configure the chat model; the
     pipeline (default: RAGPipeline.from_settings(settings)) does the retrieval. Raises
@@ -40,6 +50,12 @@ def answer_question(
     restrict the sources to some documents (rag_assets.retrieval.filters; InvalidFilterError).
     """
     start = time.perf_counter()
+    if isinstance(chapter_context, int) and not isinstance(chapter_context, bool):
+        chapter_context, max_sources = None, chapter_context  # the earlier (question, max_sources) form
+    if chapter_context is not None and not isinstance(chapter_context, str):
+        raise ValueError(f"chapter_context is a module, chapter or doc_path string, got {chapter_context!r}")
+    if selected_text is not None and (not isinstance(selected_text, str) or not selected_text.strip()):
+        raise ValueError("selected_text, when given, is the non-empty passage the reader selected")
     settings = settings or (pipeline.settings if pipeline is not None else Settings.from_env())
     if llm is None:
         check_chat_settings(settings)  # fail fast, before the (slow) retrieval stack loads
@@ -50,10 +66,30 @@ def answer_question(
         pipeline = RAGPipeline.from_settings(settings)
     if isinstance(question, str):
         log.info("question received: %r", question.strip()[:50])
+    query = f"{selected_text.strip()}\n\n{question}" if selected_text and isinstance(question, str) else question
     context = pipeline.retrieve(
-        RetrieveRequest(query=question, context_key=context_key, max_chunks=max_sources,
-                        min_relevance=min_relevance, mode=mode, filters=filters)
+        RetrieveRequest(query=query, context_key=context_key, max_chunks=max_sources,
+                        min_relevance=min_relevance, mode=mode, filters=filters, prefer=chapter_context)
     )
-    return answer_from_context(context.query, context, settings=settings, llm=llm, start=start)
+    if selected_text:
+        context = with_selection(context, selected_text.strip(), max_sources)
+    return answer_from_context(question.strip(), context, settings=settings, llm=llm, start=start)
+
+
+SELECTION_PATH = "(selected text)"
+
+
+def with_selection(context, selected_text: str, max_sources: int):
+    """The context with the reader's selection as its first source (relevance 1: it is what the
+    question is about), then the retrieved chunks (the chunk the selection came from is context
+    around it and stays; a chunk that is exactly the selection does not repeat it)."""
+    selection = DocumentChunk(chunk_id="selected-text", document_id=SELECTION_PATH, doc_path=SELECTION_PATH,
+                              text=selected_text, metadata={"section": "selected by the reader"},
+                              relevance_score=1.0, position_in_doc=0, section="selected by the reader")
+    same = " ".join(selected_text.split())
+    around = [c for c in context.document_chunks if " ".join(c.text.split()) != same]
+    chunks = [selection, *around][:max_sources]
+    return dataclasses.replace(context, document_chunks=chunks, relevance_scores=[c.relevance_score for c in chunks],
+                               total_chunks=len(chunks), meets_threshold=True)
 
 

@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("question", help="the question")
     p.add_argument("--max-sources", type=int, default=5, help=f"sources retrieved and cited, 1-{MAX_TOP_K} (default 5)")
+    p.add_argument("--chapter-context", metavar="PLACE",
+                   help="the module, chapter or doc_path the reader is in: its chunks rank first (nothing is filtered)")
+    p.add_argument("--selected-text", metavar="TEXT", help="a passage the reader selected: Source 1, with context around it")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--collection", help="the Chroma collection to search (default: RAG_COLLECTION or rag_chunks)")
     add_filter_arguments(p)
@@ -308,7 +311,8 @@ def _ask(args) -> int:
     if not _valid_count(args.max_sources, "--max-sources"):
         return EXIT_USAGE
     try:
-        result = answer_question(args.question, max_sources=args.max_sources, filters=filters_from_args(args))
+        result = answer_question(args.question, args.chapter_context, args.max_sources, filters=filters_from_args(args),
+                                 selected_text=args.selected_text)
     except InvalidQueryError as exc:
         print(f"rag: invalid question: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -19,6 +19,9 @@ class RetrieveRequest:
     mode: str | None = None  # vector | keyword | hybrid; None = RAG_RETRIEVAL_MODE
     # document filters, e.g. {"module": "module-2", "tags": ["ros"]} (rag_assets.retrieval.filters)
     filters: Mapping[str, Any] | None = None
+    # the reader's place: a module, chapter or doc_path (prefix) whose chunks are preferred, softly:
+    # they move up to PREFERENCE_PLACES places ahead; nothing is filtered out
+    prefer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -255,7 +255,7 @@ def test_invalid_arguments(pipeline, settings, server):
         answer_question("   ", pipeline=pipeline, settings=settings)
     for bad in (0, 101, True, 2.5):
         with pytest.raises(ValueError, match="max_sources"):
-            answer_question(ON_TOPIC, bad, pipeline=pipeline, settings=settings)
+            answer_question(ON_TOPIC, max_sources=bad, pipeline=pipeline, settings=settings)
     with pytest.raises(ConfigurationError, match="RAG_CHAT_MAX_TOKENS"):
         answer_question(ON_TOPIC, pipeline=pipeline, settings=dataclasses.replace(settings, chat_max_tokens=0))
     assert server.requests == []
@@ -321,3 +321,47 @@ def test_cli_ask_text_output_and_errors(cli_env, server, capsys):
 
     assert main(["ask", ON_TOPIC, "--max-sources", "0"]) == 2
     assert main(["ask", "  "]) == 2
+
+
+def test_seed_positional_order_question_chapter_context_max_sources(pipeline, settings, server):
+    server.reply("Add test cases with the button [Source 1].")
+    result = answer_question(ON_TOPIC, "guide", 2, pipeline=pipeline, settings=settings)
+    assert 1 <= len(result.sources) <= 2 and result.cited_sources == [1]
+    # the earlier (question, max_sources) form still reads an int as max_sources
+    server.reply("Again [Source 1].")
+    assert len(answer_question(ON_TOPIC, 1, pipeline=pipeline, settings=settings).sources) == 1
+    with pytest.raises(ValueError, match="chapter_context"):
+        answer_question(ON_TOPIC, ["guide"], 2, pipeline=pipeline, settings=settings)
+
+
+def test_chapter_context_ranks_the_readers_chapter_first_but_filters_nothing(pipeline):
+    question = "What limits apply and how are test cases graded?"
+    plain = pipeline.retrieve(RetrieveRequest(question, max_chunks=4, min_relevance=-1.0))
+    assert plain.document_chunks[0].doc_path != "guide/evaluation.md" or len(
+        {c.doc_path for c in plain.document_chunks}) > 1
+    preferred = pipeline.retrieve(RetrieveRequest(question, max_chunks=4, min_relevance=-1.0, prefer="guide/evaluation.md"))
+    assert preferred.document_chunks  # nothing filtered: other pages still come back
+    ranks = {c.chunk_id: c.retrieval_rank for c in preferred.document_chunks}
+    first_eval = min(r for cid, r in ranks.items()
+                     if next(c for c in preferred.document_chunks if c.chunk_id == cid).doc_path == "guide/evaluation.md")
+    plain_eval = [i for i, c in enumerate(plain.document_chunks, 1) if c.doc_path == "guide/evaluation.md"]
+    assert not plain_eval or first_eval <= plain_eval[0]
+    # a place the question is not about still returns the answer from elsewhere
+    elsewhere = pipeline.retrieve(RetrieveRequest("What is the HTTP 429 retry-after rule?", max_chunks=5,
+                                                  min_relevance=-1.0, prefer="guide"))
+    assert "rate-limits.md" in {c.doc_path for c in elsewhere.document_chunks}
+
+
+def test_selected_text_is_source_one_and_retrieval_adds_context(pipeline, settings, server):
+    server.reply("This passage is about streaming [Source 1], see also [Source 2].")
+    selection = "Each event has a type such as message_start."
+    # min_relevance lowered: this 4-chunk corpus pads the gate's head with unrelated chunks
+    result = answer_question("What does this mean?", None, 3, pipeline=pipeline, settings=settings,
+                             selected_text=selection, min_relevance=0.1)
+    assert result.sources[0].excerpt == selection and result.sources[0].doc_path == "(selected text)"
+    assert len(result.sources) >= 2 and all(s.doc_path != "(selected text)" for s in result.sources[1:])
+    assert result.sources[1].doc_path == "guide/streaming.md"  # the page the selection came from
+    prompt = _user_prompt(server.chat_requests[-1])
+    assert selection in prompt and "What does this mean?" in prompt
+    with pytest.raises(ValueError, match="selected_text"):
+        answer_question("What?", selected_text="   ", pipeline=pipeline, settings=settings)
