@@ -104,6 +104,7 @@ class Settings:
     # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (hybrid: eval min 0.31, off-topic median 0.16)
     min_relevance: float = 0.25
     max_query_chars: int = 2000
+    retrieve_timeout_seconds: float = 10.0  # a retrieval that takes longer raises RetrievalTimeoutError
     query_cache_ttl_seconds: float = 300.0
     query_cache_size: int = 256
     # evaluation
@@ -247,6 +248,7 @@ ENV_VARS: dict[str, str] = {
     "max_results_per_page": "RAG_MAX_RESULTS_PER_PAGE",
     "min_relevance": "RAG_MIN_RELEVANCE",
     "max_query_chars": "RAG_MAX_QUERY_CHARS",
+    "retrieve_timeout_seconds": "RAG_RETRIEVE_TIMEOUT_SECONDS",
     "query_cache_ttl_seconds": "RAG_QUERY_CACHE_TTL_SECONDS",
     "query_cache_size": "RAG_QUERY_CACHE_SIZE",
     "eval_top_k": "RAG_EVAL_TOP_K",

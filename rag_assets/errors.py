@@ -46,6 +46,18 @@ class VectorDBUnavailableError(RagError):
     """The vector store (Chroma) cannot be reached or opened."""
 
 
+class DimensionMismatchError(ConfigurationError):
+    """Vectors of one size meet a collection (or a model) of another."""
+
+    def __init__(self, message: str, *, expected: int | None = None, actual: int | None = None):
+        super().__init__(message)
+        self.expected, self.actual = expected, actual
+
+
+class RetrievalTimeoutError(RagError, TimeoutError):
+    """A retrieval took longer than RAG_RETRIEVE_TIMEOUT_SECONDS."""
+
+
 class InvalidQueryError(RagError, ValueError):
     """A query is empty, too long or otherwise unusable."""
 

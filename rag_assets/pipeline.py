@@ -23,7 +23,10 @@ Contract (after ../seeds rag-pipeline-contract, adapted to this project):
   there move up to PREFERENCE_PLACES (3) places ahead in the ranking; nothing is filtered, so a
   question about another chapter is still answered from it.
 - Errors: empty/whitespace or too long (RAG_MAX_QUERY_CHARS) queries raise InvalidQueryError (a
-  ValueError); an unreachable Chroma raises VectorDBUnavailableError (logged at ERROR).
+  ValueError); an unreachable Chroma raises VectorDBUnavailableError (logged at ERROR); a retrieval
+  longer than RAG_RETRIEVE_TIMEOUT_SECONDS (10) raises RetrievalTimeoutError (the work finishes in
+  the background: a keyword index it was building is ready for the next query); a query vector of
+  another size than the collection's raises DimensionMismatchError (a ConfigurationError).
 - Cache: identical (query, context_key, mode, max_chunks, min_relevance, filters) within
   RAG_QUERY_CACHE_TTL_SECONDS is served from an LRU/TTL cache (``RAGContext.cached``); any change of
   the index generation (an ingest that changed the index) drops it. Query embeddings are cached (LRU).
@@ -31,6 +34,7 @@ Contract (after ../seeds rag-pipeline-contract, adapted to this project):
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
 import statistics
@@ -40,7 +44,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_assets.config import Settings
-from rag_assets.errors import VectorDBUnavailableError
+import numpy as np
+
+from rag_assets.errors import DimensionMismatchError, RetrievalTimeoutError, VectorDBUnavailableError
 from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.query_cache import GenerationCache
 from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
@@ -51,6 +57,8 @@ from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_que
 log = logging.getLogger(__name__)
 
 PIPELINE_TYPE = "rag_assets.retrieval.retriever"
+# retrievals run here so a caller can stop waiting (RAG_RETRIEVE_TIMEOUT_SECONDS); a few at once
+_RETRIEVAL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-retrieve")
 GATE_HEAD = 5  # the avg_relevance gate reads this many of the ranking's first candidates
 RANKING_FLOOR = 20  # every max_chunks up to this reads the same ranking (its first max_chunks)
 PREFERENCE_PLACES = 3  # how far a chunk of the reader's chapter (RetrieveRequest.prefer) moves up
@@ -134,7 +142,8 @@ class RAGPipeline:
         self._cache.set(key, generation, context)
         return context
 
-    def query(self, query: str, method: str = "hybrid", top_k: int = 5, **kwargs) -> dict[str, Any]:
+    def query(self, query: str, method: str = "hybrid", top_k: int = 5, *, generate_answer: bool | None = None,
+              **kwargs) -> dict[str, Any]:
         """The multi-pipeline API (pipeline-api-contract): contexts for query, and an answer when configured.
 
         ``answer`` is "" unless a chat model is configured (OPENAI_API_KEY and RAG_CHAT_MODEL or
@@ -142,10 +151,19 @@ class RAGPipeline:
         ``[Source N]`` citations (N-th of ``contexts``), its "not found" message when there are no
         contexts, or a graceful message (``metadata["answer_error"]``) when the chat model failed.
         kwargs: context_key, min_relevance (default RAG_MIN_RELEVANCE), filters (rag_assets.retrieval.filters).
+        ``generate_answer``: True asks for an answer, False never answers, None (default) answers when
+        a chat model is configured. Asking for one (True, or RAG_CHAT_MODEL set) without
+        OPENAI_API_KEY raises ConfigurationError naming it, before any retrieval.
         Raises ValueError (InvalidQueryError is one) for a missing/empty/too long query, an unknown
         method or top_k outside 1..100.
         """
         start = time.perf_counter()
+        from rag_assets.answer.generation import answer_from_context, chat_configured, check_chat_settings
+
+        wants_answer = generate_answer if generate_answer is not None else (
+            chat_configured(self.settings) or bool(self.settings.chat_model))
+        if wants_answer:
+            check_chat_settings(self.settings)  # ConfigurationError naming OPENAI_API_KEY
         validate_top_k(top_k)
         method = RetrievalMode.parse(method, self.settings.retrieval_mode)  # ValueError for an unknown method
         unknown = set(kwargs) - {"context_key", "min_relevance", "filters"}
@@ -166,9 +184,7 @@ class RAGPipeline:
             if chunk.doc_path not in sources:
                 sources.append(chunk.doc_path)
         answer, answer_meta = "", {}
-        from rag_assets.answer.generation import answer_from_context, chat_configured
-
-        if chat_configured(self.settings):
+        if wants_answer:
             generated = answer_from_context(context.query, context, settings=self.settings)
             answer = generated.answer
             answer_meta = {
@@ -198,11 +214,47 @@ class RAGPipeline:
             },
         }
 
+    def embed(self, texts: list[str], **kwargs) -> list[list[float]]:
+        """Vectors of the configured embedder, one per text (the pipeline-API contract's embed()).
+
+        ValueError for an empty list or a non-string item. A text longer than the model's input
+        limit is embedded from its first tokens, as the model does, and never silently: the count
+        is logged as a warning (and the ingest pipeline splits such texts before they get here)."""
+        if kwargs:
+            raise ValueError(f"unexpected arguments: {', '.join(sorted(kwargs))}")
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not texts:
+            raise ValueError("texts are required: a non-empty list of strings")
+        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+        if bad:
+            raise ValueError(f"texts must be strings: item {bad[0]} is {type(texts[bad[0]]).__name__}")
+        embedder = self.retriever.embedder
+        over = [i for i, t in enumerate(texts) if not embedder.fits(t)]
+        if over:
+            log.warning("%d of %d text(s) exceed %s's %d-token input and are embedded from their start "
+                        "(items %s)", len(over), len(texts), embedder.model_name, embedder.max_input_tokens, over[:10])
+        vectors = np.asarray(embedder.embed_documents(list(texts)), dtype=np.float32)
+        if vectors.shape != (len(texts), embedder.dimension):
+            raise DimensionMismatchError(f"{embedder.model_name} returned vectors of shape {vectors.shape}, "
+                                         f"expected ({len(texts)}, {embedder.dimension})",
+                                         expected=embedder.dimension, actual=int(vectors.shape[-1]))
+        log.info("embedded %d text(s): %d dimensions", len(texts), embedder.dimension)
+        return vectors.tolist()
+
     # ------------------------------------------------------------------------------------------
-    @staticmethod
-    def _guard(fn, *args):
+    def _guard(self, fn, *args):
+        """fn(*args) within RAG_RETRIEVE_TIMEOUT_SECONDS (0 or less: no limit)."""
+        timeout = self.settings.retrieve_timeout_seconds
         try:
-            return fn(*args)
+            if not timeout or timeout <= 0:
+                return fn(*args)
+            future = _RETRIEVAL_THREADS.submit(fn, *args)
+            try:
+                return future.result(timeout=timeout)
+            except concurrent.futures.TimeoutError:
+                log.error("retrieval took longer than %.1f s (RAG_RETRIEVE_TIMEOUT_SECONDS)", timeout)
+                raise RetrievalTimeoutError(
+                    f"retrieval took longer than {timeout:g} s (RAG_RETRIEVE_TIMEOUT_SECONDS); "
+                    "the index may be rebuilding its keyword index after a change: try again") from None
         except VectorDBUnavailableError as exc:
             log.error("vector store unavailable: %s", exc)
             raise

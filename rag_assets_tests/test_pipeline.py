@@ -190,3 +190,42 @@ def test_more_context_is_a_superset_of_less_on_every_bundled_question(bundled):
         assert len(many.document_chunks) >= len(few.document_chunks)
         answered += bool(few.document_chunks)
     assert answered >= len(questions) * 0.9  # the bundled questions are on topic
+
+
+def test_retrieval_timeout_raises_its_own_error(built):
+    from rag_assets.errors import RetrievalTimeoutError
+
+    slow = RAGPipeline.from_settings(dataclasses.replace(built[1], retrieve_timeout_seconds=0.001))
+    slow.retriever.keyword._generation = "stale"  # the first query rebuilds the keyword index: slower than 1 ms
+    slow.retriever.keyword._bm25 = None
+    with pytest.raises(RetrievalTimeoutError, match="RAG_RETRIEVE_TIMEOUT_SECONDS"):
+        slow.retrieve(RetrieveRequest("How do I stream responses?", mode="hybrid"))
+    assert isinstance(RetrievalTimeoutError("x"), TimeoutError)
+
+
+def test_dimension_mismatch_names_both_dimensions(built):
+    import numpy as np
+
+    from rag_assets.errors import ConfigurationError, DimensionMismatchError
+    from rag_assets.index.chroma_store import ChromaStore
+
+    settings = built[1]
+    with pytest.raises(DimensionMismatchError, match="384-d.*1536-d") as err:
+        ChromaStore(path=settings.chroma_path, collection=settings.collection, embedding_model="all-MiniLM-L6-v2",
+                    dimension=1536)
+    assert isinstance(err.value, ConfigurationError) and (err.value.expected, err.value.actual) == (384, 1536)
+    store = RAGPipeline.from_settings(settings).retriever.store
+    with pytest.raises(DimensionMismatchError, match="1536-d query vector"):
+        store.query(np.ones(1536, dtype=np.float32))
+
+
+def test_embed_validates_and_warns_about_over_long_texts(pipeline, caplog):
+    import logging
+
+    for bad in ([], "text", [1, 2], None):
+        with pytest.raises(ValueError):
+            pipeline.embed(bad)
+    with caplog.at_level(logging.WARNING, logger="rag_assets.pipeline"):
+        vectors = pipeline.embed(["short", "word " * 600])
+    assert len(vectors) == 2 and len(vectors[0]) == 384
+    assert any("exceed" in r.getMessage() and "256-token" in r.getMessage() for r in caplog.records)

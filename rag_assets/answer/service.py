@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import uuid
 from typing import TYPE_CHECKING
 
 from rag_assets.answer.generation import MAX_SOURCES, Answer, ChatLLM, answer_from_context, check_chat_settings
 from rag_assets.config import Settings
-from rag_assets.retrieval.context import DocumentChunk, RetrieveRequest
+from rag_assets.errors import InvalidQueryError
+from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
 from rag_assets.retrieval.modes import RetrievalMode
 
 if TYPE_CHECKING:
@@ -45,8 +47,9 @@ def answer_question(
     settings (default: the pipeline's, else Settings.from_env()) configure the chat model; the
     pipeline (default: RAGPipeline.from_settings(settings)) does the retrieval. Raises
     ConfigurationError without OPENAI_API_KEY, InvalidQueryError (a ValueError) for an empty or too
-    long question, ValueError for max_sources outside 1..100, VectorDBUnavailableError when Chroma
-    cannot be reached. A failing chat model does not raise: see ``Answer.error``. ``filters``
+    long question, ValueError for max_sources outside 1..100. A failed search (Chroma unreachable,
+    a retrieval timeout) does not raise: the answer has no sources and an ERROR line is logged. A
+    failing chat model does not raise either: see ``Answer.error``. ``filters``
     restrict the sources to some documents (rag_assets.retrieval.filters; InvalidFilterError).
     """
     start = time.perf_counter()
@@ -67,16 +70,27 @@ def answer_question(
     if isinstance(question, str):
         log.info("question received: %r", question.strip()[:50])
     query = f"{selected_text.strip()}\n\n{question}" if selected_text and isinstance(question, str) else question
-    context = pipeline.retrieve(
-        RetrieveRequest(query=query, context_key=context_key, max_chunks=max_sources,
-                        min_relevance=min_relevance, mode=mode, filters=filters, prefer=chapter_context)
-    )
+    request = RetrieveRequest(query=query, context_key=context_key, max_chunks=max_sources,
+                              min_relevance=min_relevance, mode=mode, filters=filters, prefer=chapter_context)
+    try:
+        context = pipeline.retrieve(request)
+    except (InvalidQueryError, ValueError):
+        raise  # the caller's mistake, not a failed search
+    except Exception as exc:  # noqa: BLE001 - the textbook service: a failed search is empty sources + ERROR
+        log.error("search failed, answering without sources: %s: %s", type(exc).__name__, exc)
+        context = empty_context(question if isinstance(question, str) else "", mode, pipeline.settings)
     if selected_text:
         context = with_selection(context, selected_text.strip(), max_sources)
     return answer_from_context(question.strip(), context, settings=settings, llm=llm, start=start)
 
 
 SELECTION_PATH = "(selected text)"
+
+
+def empty_context(query: str, mode: str, settings: Settings) -> RAGContext:
+    return RAGContext(context_id=uuid.uuid4(), query_id=uuid.uuid4(), query=query, mode=str(mode), document_chunks=[],
+                      relevance_scores=[], total_chunks=0, avg_relevance=0.0, meets_threshold=False,
+                      min_relevance=settings.min_relevance)
 
 
 def with_selection(context, selected_text: str, max_sources: int):

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rag_assets.errors import ConfigurationError, VectorDBUnavailableError
+from rag_assets.errors import ConfigurationError, DimensionMismatchError, VectorDBUnavailableError
 from rag_assets.models import Chunk
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -115,7 +115,13 @@ class ChromaStore:
             where = f"{host}:{port}" if host else str(path)
             raise VectorDBUnavailableError(f"cannot open Chroma collection {collection!r} at {where}: {exc}") from exc
         meta = self._collection.metadata or {}
-        if meta.get("embedding_model") not in (None, embedding_model) or meta.get("dimension") not in (None, dimension):
+        if meta.get("dimension") not in (None, dimension):
+            raise DimensionMismatchError(
+                f"Chroma collection {collection!r} holds {meta.get('dimension')}-d vectors "
+                f"({meta.get('embedding_model')}) but the configured embedder {embedding_model} makes "
+                f"{dimension}-d ones: set RAG_COLLECTION to a new name or delete the collection to rebuild it",
+                expected=meta.get("dimension"), actual=dimension)
+        if meta.get("embedding_model") not in (None, embedding_model):
             raise ConfigurationError(
                 f"Chroma collection {collection!r} was built with {meta.get('embedding_model')} "
                 f"({meta.get('dimension')}-d) but the configured embedder is {embedding_model} ({dimension}-d): "
@@ -214,6 +220,11 @@ class ChromaStore:
         self, vector: np.ndarray, top_k: int = 5, doc_paths: Sequence[str] | None = None, where: dict | None = None
     ) -> list[VectorHit]:
         """The top_k nearest chunks, optionally only among these documents."""
+        if np.shape(vector)[-1] != self.dimension:
+            raise DimensionMismatchError(
+                f"a {np.shape(vector)[-1]}-d query vector for collection {self.collection_name!r}, which holds "
+                f"{self.dimension}-d vectors of {self.embedding_model}", expected=self.dimension,
+                actual=int(np.shape(vector)[-1]))
         if self.count() == 0:
             return []
         if doc_paths is not None:

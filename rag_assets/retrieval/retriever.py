@@ -193,6 +193,7 @@ class Retriever:
         vector = self._embeddings.get(key)
         if vector is None:
             vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            log.info("query embedded: %d dimensions (%s)", vector.shape[-1], self.embedder.model_name)
             vector.setflags(write=False)
             self._embeddings.set(key, vector)
         return vector

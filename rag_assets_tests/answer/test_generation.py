@@ -365,3 +365,37 @@ def test_selected_text_is_source_one_and_retrieval_adds_context(pipeline, settin
     assert selection in prompt and "What does this mean?" in prompt
     with pytest.raises(ValueError, match="selected_text"):
         answer_question("What?", selected_text="   ", pipeline=pipeline, settings=settings)
+
+
+def test_a_failed_search_answers_with_no_sources_and_logs_an_error(built, settings, server, tmp_path, caplog):
+    from rag_assets.config import Settings
+
+    pipeline = RAGPipeline.from_settings(built[1])
+    pipeline.retriever.store._collection = None  # the store is gone under a live pipeline: every search raises
+    with caplog.at_level(logging.ERROR, logger="rag_assets.answer.service"):
+        result = answer_question(ON_TOPIC, None, 3, pipeline=pipeline, settings=settings)
+    assert result.sources == [] and result.answer == NOT_FOUND_ANSWER
+    assert any("search failed" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+    assert server.chat_requests == []  # nothing to answer from: the model is not called
+
+
+def test_the_five_log_events_of_the_textbook_contract(pipeline, settings, server, caplog):
+    server.reply("Add a test case [Source 1].")
+    with caplog.at_level(logging.INFO, logger="rag_assets"):
+        answer_question("How do I add another test case to an evaluation?", None, 3, pipeline=pipeline, settings=settings)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("question received") for m in messages)
+    assert any("384 dimensions" in m for m in messages)  # the embedding, with its dimension
+    assert any(m.startswith("retrieved ") and "source(s)" in m for m in messages)
+    assert any(m.startswith("generating answer: provider=") and "model=" in m for m in messages)
+    assert any(m.startswith("answer generated: ") and "characters" in m for m in messages)
+
+
+def test_query_asking_for_an_answer_without_a_key_names_openai_api_key(built):
+    bare = dataclasses.replace(built[1], openai_api_key=None)
+    pipeline = RAGPipeline.from_settings(bare)
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        pipeline.query("How do I stream?", generate_answer=True)
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):  # a chat model configured, no key
+        RAGPipeline.from_settings(dataclasses.replace(bare, chat_model="gpt-4o-mini")).query("How do I stream?")
+    assert pipeline.query("How do I stream?")["answer"] == ""  # retrieval alone needs no key
