@@ -55,6 +55,11 @@ class Settings:
     chroma_port: int = 8000
     # discovery / parsing
     max_file_bytes: int = 5_000_000
+    # document metadata (rag_assets.ingest.document_metadata): doc_type when the frontmatter has none
+    # ("" = the first folder); frontmatter keys a document must have ("source,doc_type,..."); allowed doc_types
+    default_doc_type: str = ""
+    required_metadata: str = ""
+    doc_types: str = ""
     # ingestion runs: at most this many documents per run (CLI slices, sensor, UI backfills), so a
     # long ingest commits its work run by run and a kill loses at most one run's worth
     documents_per_run: int = 200
@@ -221,6 +226,9 @@ ENV_VARS: dict[str, str] = {
     "chroma_host": "CHROMA_HOST",
     "chroma_port": "CHROMA_PORT",
     "max_file_bytes": "RAG_MAX_FILE_BYTES",
+    "default_doc_type": "RAG_DEFAULT_DOC_TYPE",
+    "required_metadata": "RAG_REQUIRED_METADATA",
+    "doc_types": "RAG_DOC_TYPES",
     "tiktoken_encoding": "RAG_TIKTOKEN_ENCODING",
     "chunk_min_tokens": "RAG_CHUNK_MIN_TOKENS",
     "chunk_target_tokens": "RAG_CHUNK_TARGET_TOKENS",

@@ -22,6 +22,10 @@ class DocumentError(RagError):
         super().__init__(f"{where}: {reason}")
 
 
+class InvalidDocumentError(DocumentError):
+    """A document lacks metadata the configuration requires, or has a value it does not allow."""
+
+
 class EmbeddingError(RagError):
     """The embedding model or service failed after its retries."""
 

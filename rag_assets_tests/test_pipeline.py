@@ -229,3 +229,14 @@ def test_embed_validates_and_warns_about_over_long_texts(pipeline, caplog):
         vectors = pipeline.embed(["short", "word " * 600])
     assert len(vectors) == 2 and len(vectors[0]) == 384
     assert any("exceed" in r.getMessage() and "256-token" in r.getMessage() for r in caplog.records)
+
+
+def test_every_chunk_of_the_bundled_corpus_carries_source_doc_type_and_date(bundled):
+    import datetime as dt
+
+    pipeline, _ = bundled
+    metas = [meta for _, _, meta in pipeline.retriever.store.iter_all()]
+    assert len(metas) > 1000
+    for meta in metas:
+        assert meta["source"] and meta["doc_type"], meta["doc_path"]
+        dt.date.fromisoformat(meta["last_update_date"])

@@ -23,6 +23,7 @@ from rag_assets.config import Settings
 from rag_assets.ingest.discovery import discover
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import RagError
+from rag_assets.ingest.document_metadata import MetadataPolicy, complete
 from rag_assets.ingest.frontmatter import read_document
 from rag_assets.ingest.ids import assign_ids
 from rag_assets.index.generation import bump_generation
@@ -43,7 +44,9 @@ def index_folder(
     """Bring the store of ``settings`` in line with ``docs_dir``; returns small stats."""
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
     config = ChunkingConfig.from_settings(settings)
-    fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens)
+    policy = MetadataPolicy.from_settings(settings)
+    fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
+                                       policy.fingerprint)
     store = ChromaStore.for_settings(settings, embedder)
     catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes)
     known = _read_manifest(manifest)
@@ -57,7 +60,7 @@ def index_folder(
             stats["unchanged"] += 1
             continue
         try:
-            doc = read_document(ref)
+            doc = complete(read_document(ref), ref, policy)
             chunks = assign_ids(chunk_document(doc, split_markdown(doc.body), counter, config, fits=embedder.fits))
         except RagError as exc:  # one bad document must not stop the others
             errors.append({"doc_path": ref.doc_path, "error": str(exc)})

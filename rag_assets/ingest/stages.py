@@ -21,6 +21,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from rag_assets.ingest import document_metadata
+from rag_assets.ingest.document_metadata import MetadataPolicy
 from rag_assets.ingest import frontmatter, ids, markdown
 from rag_assets.ingest.chunking import ChunkingConfig, chunk_document
 from rag_assets.index.embedding_cache import EmbeddingCache
@@ -78,9 +80,10 @@ class Fingerprints:
     chunks: str  # chunking_fingerprint(...)
     embedded: str  # the embedding model
     indexed: str  # index_fingerprint(...): the collection the vectors are in
+    parsed: str = MetadataPolicy().fingerprint  # the metadata policy documents were completed with
 
     def of(self, stage: str) -> str:
-        return {PARSED: "", BLOCKS: "", CHUNKS: self.chunks, EMBEDDED: self.embedded, INDEXED: self.indexed}[stage]
+        return {PARSED: self.parsed, BLOCKS: "", CHUNKS: self.chunks, EMBEDDED: self.embedded, INDEXED: self.indexed}[stage]
 
 
 STALE_ORDER = (PARSED, BLOCKS, CHUNKS, EMBEDDED, INDEXED)
@@ -191,12 +194,15 @@ def _commit(stages: StageStore, stage: str, report: StageReport, results: list, 
 
 
 # 1-2. frontmatter -----------------------------------------------------------------------------
-def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporter = no_progress) -> StageReport:
+def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporter = no_progress,
+              policy: MetadataPolicy = MetadataPolicy()) -> StageReport:
+    """Frontmatter parsed and the guaranteed metadata filled in (rag_assets.ingest.document_metadata);
+    a document that misses required metadata fails by name (InvalidDocumentError)."""
     def work(ref: DocumentRef, _):
-        doc = frontmatter.read_document(ref)
+        doc = document_metadata.complete(frontmatter.read_document(ref), ref, policy)
         return asdict(doc), {"title": doc.title, "tags": len(doc.tags), "body_chars": len(doc.body)}
 
-    report = _run_each(PARSED, refs, stages, "", [], work, progress)
+    report = _run_each(PARSED, refs, stages, policy.fingerprint, [], work, progress)
     report.stats = {"documents_parsed": len(report.processed)}
     return report
 
@@ -223,10 +229,13 @@ def run_split(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
 
 
 # 4-5. chunking and ids ------------------------------------------------------------------------
-def chunking_fingerprint(config: ChunkingConfig, encoding: str, model_name: str, max_input_tokens: int) -> str:
+def chunking_fingerprint(config: ChunkingConfig, encoding: str, model_name: str, max_input_tokens: int,
+                         metadata: str = MetadataPolicy().fingerprint) -> str:
+    # chunks carry the document's metadata: a new metadata policy re-makes them (the embedding cache,
+    # keyed by text, keeps the vectors)
     return (
         f"chunks-v2:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
-        f"{config.overlap_tokens}:{model_name}:{max_input_tokens}"
+        f"{config.overlap_tokens}:{model_name}:{max_input_tokens}:{metadata}"
     )
 
 

@@ -21,6 +21,7 @@ import dagster as dg
 from rag_assets.index import invariants
 from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
 from rag_assets.ingest.chunking import ChunkingConfig
+from rag_assets.ingest.document_metadata import MetadataPolicy
 from rag_assets.config import Settings
 from rag_assets.ingest.discovery import DocumentTooLarge, discover, fingerprint_file, partition_key_for
 from rag_assets.ingest.stages import (
@@ -217,7 +218,7 @@ def parsed_documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     settings = current_settings()
     stages = StageStore.for_settings(settings)
     refs = _refs(context, settings, stages)
-    report = run_parse(refs, stages, _reporter(context))
+    report = run_parse(refs, stages, _reporter(context), MetadataPolicy.from_settings(settings))
     stages.refresh_catalog(refs)  # a file edited since the catalog run is known as it is now
     return _result(context, report)
 
@@ -241,7 +242,8 @@ def chunking_setup(embedder_resource: EmbedderResource):
 def chunking_fingerprint_for(settings: Settings, embedder) -> str:
     """What a chunk record must carry to be current (no model or tokenizer is loaded for it)."""
     config = ChunkingConfig.from_settings(settings)
-    return chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens)
+    return chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
+                                MetadataPolicy.from_settings(settings).fingerprint)
 
 
 def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreResource) -> Fingerprints:
@@ -249,6 +251,7 @@ def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreRe
     settings = embedder.settings()
     model = embedder.get()
     return Fingerprints(
+        parsed=MetadataPolicy.from_settings(settings).fingerprint,
         chunks=chunking_fingerprint_for(settings, model),
         embedded=model.model_name,
         indexed=index_fingerprint(vector_store.settings().collection, vector_store.collection_id(model), model.model_name),

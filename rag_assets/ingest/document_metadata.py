@@ -1,0 +1,150 @@
+"""Metadata a consumer can rely on: every document (and so every chunk) carries `source`, `doc_type`
+and `last_update_date`, plus the ingestion contract's `sidebar_label`, `sidebar_position` and
+`learning_objectives`.
+
+- `source`: the frontmatter's, else the document's title.
+- `doc_type`: the frontmatter's, else RAG_DEFAULT_DOC_TYPE, else the document's first folder
+  (`faq/billing.md` -> `faq`), else `document`.
+- `last_update_date` (an ISO date): the frontmatter's, else the date of the file's last git commit
+  when the docs folder is in a git work tree (one `git log` for the whole folder, not one per file),
+  else the file's modification date (UTC).
+- `sidebar_label`: the title; `sidebar_position`: 0; `learning_objectives`: none.
+
+Requirements (RAG_REQUIRED_METADATA=source,doc_type,last_update_date): a document whose frontmatter
+does not give a required key fails by name (InvalidDocumentError: "missing required metadata
+'source'") instead of being filled in; RAG_DOC_TYPES=core-rules,faq,... limits doc_type to those
+values. The other documents are indexed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rag_assets.errors import InvalidDocumentError
+from rag_assets.models import DocumentRef, ParsedDocument
+
+GUARANTEED = ("source", "doc_type", "last_update_date")
+DEFAULT_DOC_TYPE = "document"
+
+
+@dataclass(frozen=True)
+class MetadataPolicy:
+    default_doc_type: str = ""
+    required: tuple[str, ...] = ()
+    doc_types: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings) -> "MetadataPolicy":
+        split = lambda raw: tuple(v.strip() for v in (raw or "").split(",") if v.strip())  # noqa: E731
+        return cls(settings.default_doc_type.strip(), split(settings.required_metadata), split(settings.doc_types))
+
+    @property
+    def fingerprint(self) -> str:
+        """Part of the parse stage's fingerprint: a changed policy re-parses (and re-validates)."""
+        return f"meta-v1:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}"
+
+
+def _iso_date(value) -> str | None:
+    """An ISO date (YYYY-MM-DD) from a frontmatter value, or None when it is not a date."""
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            return dt.date.fromisoformat(text[:10]).isoformat()
+        except ValueError:
+            try:
+                return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date().isoformat()
+            except ValueError:
+                return None
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def git_dates(docs_dir: str, head: str) -> dict[str, str]:
+    """doc_path -> date of its last commit, for every file git knows under docs_dir ({} outside git).
+    `head` (the current commit) keys the cache: a new commit is a new look."""
+    if not head:
+        return {}
+    try:
+        out = subprocess.run(
+            ["git", "-C", docs_dir, "log", "--format=%x00%cs", "--name-only", "--relative", "--", "."],
+            capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    dates: dict[str, str] = {}
+    current = ""
+    for line in out.splitlines():
+        if line.startswith("\x00"):
+            current = line[1:].strip()
+        elif line.strip() and current:
+            dates.setdefault(line.strip(), current)  # newest commit first: keep the first seen
+    return dates
+
+
+def _git_head(docs_dir: str) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", docs_dir, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def docs_dir_of(ref: DocumentRef) -> str:
+    path = Path(ref.absolute_path)
+    return str(path.parents[len(Path(ref.doc_path).parts) - 1])
+
+
+def file_date(ref: DocumentRef) -> str:
+    """The last commit date of the file when its folder is in git, else its modification date (UTC)."""
+    root = docs_dir_of(ref)
+    dated = git_dates(root, _git_head(root)).get(ref.doc_path)
+    if dated:
+        return dated
+    mtime = ref.mtime or os.stat(ref.absolute_path).st_mtime
+    return dt.datetime.fromtimestamp(mtime, dt.timezone.utc).date().isoformat()
+
+
+def complete(doc: ParsedDocument, ref: DocumentRef, policy: MetadataPolicy) -> ParsedDocument:
+    """The document with the guaranteed fields filled in, or InvalidDocumentError naming what a
+    requirement finds missing or not allowed."""
+    meta = dict(doc.metadata)
+    given = {key for key in GUARANTEED if meta.get(key) not in (None, "")}
+    missing = [key for key in policy.required if key not in given and key not in _present(doc, key)]
+    if missing:
+        raise InvalidDocumentError(ref.doc_path, f"missing required metadata {', '.join(map(repr, missing))} "
+                                                 "(RAG_REQUIRED_METADATA): add it to the frontmatter")
+    if "last_update_date" in given:
+        date = _iso_date(meta["last_update_date"])
+        if date is None:
+            raise InvalidDocumentError(ref.doc_path, f"last_update_date {meta['last_update_date']!r} is not a date "
+                                                     "(use YYYY-MM-DD)")
+        meta["last_update_date"] = date
+    else:
+        meta["last_update_date"] = file_date(ref)
+    if "source" not in given:
+        meta["source"] = doc.title
+    if "doc_type" not in given:
+        parts = doc.doc_path.split("/")
+        meta["doc_type"] = policy.default_doc_type or (parts[0] if len(parts) > 1 else DEFAULT_DOC_TYPE)
+    if policy.doc_types and str(meta["doc_type"]) not in policy.doc_types:
+        raise InvalidDocumentError(ref.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
+                                                 f"{', '.join(policy.doc_types)} (RAG_DOC_TYPES)")
+    meta.setdefault("sidebar_label", doc.title)
+    meta.setdefault("sidebar_position", 0)
+    meta.setdefault("learning_objectives", [])
+    return replace(doc, metadata=meta)
+
+
+def _present(doc: ParsedDocument, key: str) -> set[str]:
+    """Required keys other than the guaranteed three are present when the frontmatter has them."""
+    if key in GUARANTEED:
+        return set()
+    return {key} if doc.metadata.get(key) not in (None, "", []) or (key == "title" and doc.title) else set()
