@@ -58,6 +58,8 @@ class Settings:
     # document metadata (rag_assets.ingest.document_metadata): doc_type when the frontmatter has none
     # ("" = the first folder); frontmatter keys a document must have ("source,doc_type,..."); allowed doc_types
     default_doc_type: str = ""
+    # documents ingested from code (RAGPipeline.ingest) live as files in this subfolder of the docs folder
+    code_documents_folder: str = "_from_code"
     required_metadata: str = ""
     doc_types: str = ""
     # ingestion runs: at most this many documents per run (CLI slices, sensor, UI backfills), so a
@@ -227,6 +229,7 @@ ENV_VARS: dict[str, str] = {
     "chroma_port": "CHROMA_PORT",
     "max_file_bytes": "RAG_MAX_FILE_BYTES",
     "default_doc_type": "RAG_DEFAULT_DOC_TYPE",
+    "code_documents_folder": "RAG_CODE_DOCUMENTS_FOLDER",
     "required_metadata": "RAG_REQUIRED_METADATA",
     "doc_types": "RAG_DOC_TYPES",
     "tiktoken_encoding": "RAG_TIKTOKEN_ENCODING",

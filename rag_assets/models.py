@@ -114,3 +114,22 @@ class IngestSummary:
     run_ids: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
     lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)
+
+
+@dataclass
+class IngestionResult:
+    """What RAGPipeline.ingest(documents) did (the rules-bot contract's shape)."""
+
+    job_id: str  # the first Dagster run of this ingest ("" when nothing needed a run)
+    documents_processed: int
+    documents_failed: int
+    embedding_count: int  # embeddings computed (reused ones are not counted)
+    errors: list[dict] = field(default_factory=list)  # {"doc_path", "error"}
+    warnings: list[str] = field(default_factory=list)
+    duration_seconds: float = 0.0
+    doc_paths: list[str] = field(default_factory=list)  # where the documents live in the docs folder
+    run_ids: list[str] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return self.documents_failed == 0

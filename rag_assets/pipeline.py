@@ -48,6 +48,7 @@ import numpy as np
 
 from rag_assets.errors import DimensionMismatchError, RetrievalTimeoutError, VectorDBUnavailableError
 from rag_assets.index.generation import current_generation
+from rag_assets.models import IngestionResult
 from rag_assets.retrieval.query_cache import GenerationCache
 from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
@@ -213,6 +214,48 @@ class RAGPipeline:
                 **answer_meta,
             },
         }
+
+    # -- documents from code (rag_assets.ingest.documents_from_code) -----------------------------
+    def ingest(self, documents) -> IngestionResult:
+        """Index documents handed over from code; they take the same road as files (a file each in
+        the docs folder's `_from_code/`, then the Dagster runs of `rag ingest`). A document: an
+        id (or filename), markdown content and metadata (frontmatter). ValueError for an empty list
+        or a document without content; re-ingesting an id with new content replaces it."""
+        from rag_assets.orchestration.code_documents import ingest_documents
+
+        return ingest_documents(self.settings, documents)
+
+    def load_documents(self, documents, batch_size: int = 100) -> dict[str, Any]:
+        """The pipeline-API contract's load: ingest() in batches of batch_size; a failing batch
+        does not stop the next."""
+        from rag_assets.ingest.documents_from_code import validate
+
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        docs = validate(documents)
+        start = time.perf_counter()
+        totals = {"documents_loaded": 0, "documents_failed": 0, "embeddings_generated": 0, "errors": []}
+        for i in range(0, len(docs), batch_size):
+            batch = docs[i:i + batch_size]
+            try:
+                result = self.ingest(batch)
+            except Exception as exc:  # noqa: BLE001 - the next batch still runs
+                log.error("batch %d failed: %s", i // batch_size + 1, exc)
+                totals["documents_failed"] += len(batch)
+                totals["errors"].append({"batch": i // batch_size + 1, "error": str(exc)})
+                continue
+            totals["documents_loaded"] += len(batch) - result.documents_failed
+            totals["documents_failed"] += result.documents_failed
+            totals["embeddings_generated"] += result.embedding_count
+            totals["errors"] += result.errors
+        return {**totals, "storage_complete": totals["documents_failed"] == 0,
+                "execution_time_ms": (time.perf_counter() - start) * 1000}
+
+    def delete_documents(self, ids) -> dict[str, Any]:
+        """Remove documents ingested from code (by id): their files, then their chunks."""
+        from rag_assets.orchestration.code_documents import delete_documents
+
+        return delete_documents(self.settings, ids)
 
     def embed(self, texts: list[str], **kwargs) -> list[list[float]]:
         """Vectors of the configured embedder, one per text (the pipeline-API contract's embed()).
