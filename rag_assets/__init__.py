@@ -19,6 +19,9 @@ _LAZY = {
     "RetrievalMode": "rag_assets.retrieval.modes",
     "answer_question": "rag_assets.answer.service",
     "Answer": "rag_assets.answer.generation",
+    "DocumentChunk": "rag_assets.retrieval.context",
+    "IngestionResult": "rag_assets.models",
+    "Document": "rag_assets.ingest.documents_from_code",
 }
 
 
