@@ -4,7 +4,8 @@ Format (see README "Evaluation"):
 
     {"id": "q1", "question": "...",
      "expected": [{"doc_path": "a/b.md", "section": "Heading", "text": "verbatim snippet"}],
-     "reference_answer": "...", "reference_contexts": ["..."]}
+     "reference_answer": "...", "reference_contexts": ["..."],
+     "filters": {"module": "module-2"}}   # optional: retrieve only from these documents
 
 Every key of an ``expected`` entry is optional but each entry has at least one of
 ``doc_path`` / ``section`` / ``text``. A bad line never stops the good ones: it becomes an
@@ -154,6 +155,8 @@ def parse_question(record: Any, *, source: str = "", line: int = 0) -> EvalQuest
         if not isinstance(raw, list):
             raise _Invalid(f"{key} must be a list of strings, got {type(raw).__name__}")
         contexts.extend(_string(c, f"{key}[{i}]") for i, c in enumerate(raw))
+    if "filters" in record and not isinstance(record["filters"], dict):
+        raise _Invalid(f"filters must be an object of key -> value(s), got {type(record['filters']).__name__}")
     known = {"id", "question", "expected", "reference_answer", *REFERENCE_CONTEXT_KEYS}
     return EvalQuestion(
         id=qid,

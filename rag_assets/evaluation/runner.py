@@ -178,7 +178,9 @@ def evaluate_retrieval(
             error = None
             started = time.perf_counter()
             try:
-                results = list(search(q.question, mode, top_k))[:top_k]
+                filters = q.metadata.get("filters")  # a line may carry its own (retrieval.filters)
+                found = search(q.question, mode, top_k, filters) if filters else search(q.question, mode, top_k)
+                results = list(found)[:top_k]
             except Exception as exc:  # one failing question must not stop the run
                 results, error = [], f"{type(exc).__name__}: {exc}"
             latency_ms = (time.perf_counter() - started) * 1000.0

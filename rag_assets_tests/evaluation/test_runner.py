@@ -165,3 +165,20 @@ def test_offline_scoring_works_inside_a_running_event_loop():
     result = asyncio.run(inner())
     assert result.scores["id_based_context_precision"] == 0.5
     assert result.scores["id_based_context_recall"] == 1.0
+
+
+def test_a_question_with_its_own_filters_is_searched_with_them():
+    from rag_assets.evaluation.evalset import parse_question
+
+    seen = []
+
+    def search(question, mode, top_k, filters=None):
+        seen.append(filters)
+        return [R("m2/a.md", "A1")] if filters == {"module": "m2"} else [R("x.md", "X")]
+
+    q = parse_question({"id": "f", "question": "alpha?", "expected": [{"doc_path": "m2/a.md", "section": "A1"}],
+                        "filters": {"module": "m2"}})
+    rep = evaluate_retrieval([q, QUESTIONS[1]], search, modes=("good",), top_k=1, ragas=False)
+    assert seen == [{"module": "m2"}, None] and rep.metrics["good"]["section.recall@1"] == 0.5
+    with pytest.raises(ValueError, match="filters must be an object"):
+        parse_question({"id": "g", "question": "?", "expected": [{"doc_path": "a.md"}], "filters": "m2"})
