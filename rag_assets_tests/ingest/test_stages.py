@@ -60,11 +60,11 @@ def test_stale_documents_says_why_and_reads_no_payload(corpus, local_embedder):
     fingerprints = Fingerprints(chunks="c1", embedded="m", indexed="ix")
     assert set(stale_documents(refs, stages, fingerprints).values()) == {"new"}
     for ref in refs:
-        for stage, fp in ((PARSED, ""), ("blocks", ""), (CHUNKS, "c1"), (EMBEDDED, "m"), (INDEXED, "ix")):
+        for stage, fp in ((PARSED, fingerprints.of(PARSED)), ("blocks", ""), (CHUNKS, "c1"), (EMBEDDED, "m"), (INDEXED, "ix")):
             stages.write(stage, ref.doc_path, ref.content_hash, {"big": "payload"}, fp)
     assert stale_documents(refs, stages, fingerprints) == {}
     a, b, c, d = refs[:4]
-    stages.write(PARSED, a.doc_path, "an older hash", {}, "")
+    stages.write(PARSED, a.doc_path, "an older hash", {}, fingerprints.of(PARSED))
     stages.mark(INDEXED, [b.doc_path], REPLACING)
     stages.record_failure(c.doc_path, c.content_hash, EMBEDDED, "boom")
     assert stale_documents(refs, stages, Fingerprints("c2", "m", "ix"))[d.doc_path] == "chunks: settings changed"
