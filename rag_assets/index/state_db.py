@@ -115,6 +115,9 @@ class StateDB:
             self._create_tables()
         except sa.exc.ArgumentError as exc:
             raise ConfigurationError(f"RAG_STATE_URL is not a database URL SQLAlchemy understands: {exc}") from None
+        except ModuleNotFoundError as exc:
+            raise ConfigurationError(f"RAG_STATE_URL {self.display_url} needs the database driver {exc.name!r}, which "
+                                     "is not installed (for PostgreSQL: pip install -e '.[postgres]')") from None
         except sa.exc.OperationalError as exc:
             raise ConfigurationError(f"cannot open the state database {self.display_url}: {exc.orig}") from None
         self._stamp()
@@ -214,8 +217,30 @@ class StateDB:
 
 
 def state_url(settings) -> str:
-    """RAG_STATE_URL, or the SQLite file in the state folder."""
-    return getattr(settings, "state_url", None) or local_state_url(settings.state_dir)
+    """RAG_STATE_URL (a plain postgresql:// URL gets the installed driver), or the SQLite file in the state folder."""
+    url = getattr(settings, "state_url", None)
+    return with_driver(url) if url else local_state_url(settings.state_dir)
+
+
+# the PostgreSQL drivers SQLAlchemy can use, in order of preference; the `postgres` extra installs psycopg2
+_PG_DRIVERS = (("psycopg2", "psycopg2"), ("psycopg", "psycopg"))
+
+
+def with_driver(url: str) -> str:
+    """`postgresql://` / `postgres://` (the form every other tool takes) with an installed driver
+    named, as SQLAlchemy needs; ConfigurationError in one line when none is installed. URLs that
+    name their driver are left alone (a missing one is reported when the engine is created)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("postgresql", "postgres"):
+        return url
+    import importlib.util
+
+    for module, dialect in _PG_DRIVERS:
+        if importlib.util.find_spec(module) is not None:
+            return f"postgresql+{dialect}://{rest}"
+    raise ConfigurationError(
+        "RAG_STATE_URL is a PostgreSQL URL but no PostgreSQL driver is installed: "
+        "pip install -e '.[postgres]' (psycopg2)")
 
 
 def local_state_url(state_dir: Path | str) -> str:

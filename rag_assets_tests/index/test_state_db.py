@@ -13,6 +13,7 @@ from rag_assets.index.generation import bump_generation, read_generation
 from rag_assets.models import Catalog
 from rag_assets.index.stage_store import CHUNKS, INDEXED, StageStore
 from rag_assets.index.state_db import StateDB
+from rag_assets_tests.support.postgres_server import requires_postgres
 from rag_assets_tests.support.postgres_server import PG_BIN, createdb, postgres_server
 from rag_assets_tests.index.test_stage_store import ref
 
@@ -119,3 +120,30 @@ def test_a_keyword_build_is_shared_through_postgresql(pg_base, tmp_path):
     b.search("requests per minute", 3)
     a.search("requests per minute", 3)
     assert (a.builds + b.builds, a.loads + b.loads) == (2, 2)  # one rebuilt for the new generation, the other loaded it
+
+
+def test_a_plain_postgresql_url_gets_the_installed_driver_and_a_missing_driver_is_one_line():
+    from rag_assets.index.state_db import with_driver
+
+    assert with_driver("postgresql://u:p@h:5432/rag") == "postgresql+psycopg2://u:p@h:5432/rag"
+    assert with_driver("postgres://u@h/rag") == "postgresql+psycopg2://u@h/rag"
+    assert with_driver("postgresql+psycopg2://u@h/rag") == "postgresql+psycopg2://u@h/rag"
+    assert with_driver("sqlite:////tmp/x.sqlite") == "sqlite:////tmp/x.sqlite"
+    with pytest.raises(ConfigurationError) as err:
+        StateDB("postgresql+pg8000://u:secret@127.0.0.1:1/rag")
+    message = str(err.value)
+    assert "'pg8000'" in message and "secret" not in message and "\n" not in message
+
+
+@requires_postgres[0]
+@requires_postgres[1]
+@requires_postgres[2]
+def test_rag_state_url_in_the_plain_form_works_end_to_end(tmp_path):
+    from rag_assets_tests.support.postgres_server import createdb, postgres_server
+
+    with postgres_server(databases=()) as base:
+        url = createdb(base, "rag_plain").replace("postgresql+psycopg2://", "postgresql://")
+        settings = Settings.from_env({"RAG_STATE_URL": url, "RAG_STATE_DIR": str(tmp_path / "state")})
+        stages = StageStore.for_settings(settings)
+        bump_generation(settings)
+        assert read_generation(settings) != "empty" and not stages.db.is_sqlite
