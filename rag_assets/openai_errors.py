@@ -5,7 +5,44 @@ Nothing here ever includes request headers: callers still scrub the key from wha
 
 from __future__ import annotations
 
+import base64
 import math
+from urllib.parse import unquote, urlsplit
+
+
+def redact_url(url: str | None) -> str | None:
+    """The URL without its user:password@ part, for messages, logs and metadata."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"***@{host}").geturl()
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """What of a URL's credentials could be echoed back: user:password as written and decoded, the
+    password alone, and the Basic auth value httpx sends for them. Longest first."""
+    if not url:
+        return []
+    netloc = urlsplit(url).netloc
+    if "@" not in netloc:
+        return []
+    userinfo = netloc.rsplit("@", 1)[0]
+    decoded = unquote(userinfo)
+    secrets = {userinfo, decoded, base64.b64encode(decoded.encode()).decode()}
+    if ":" in decoded:
+        password = decoded.split(":", 1)[1]
+        if len(password) >= 3:  # a one-letter password would blank unrelated text
+            secrets |= {password, userinfo.split(":", 1)[1]}
+    return sorted((s for s in secrets if s), key=len, reverse=True)
+
+
+def scrub_secrets(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 def retry_after(exc: BaseException | None) -> float | None:

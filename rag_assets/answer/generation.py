@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_assets.config import ENV_VARS, Settings
 from rag_assets.errors import ConfigurationError, RagError
-from rag_assets.openai_errors import describe, error_message, retry_after
+from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
 
 if TYPE_CHECKING:
     from rag_assets.retrieval.context import RAGContext
@@ -212,11 +212,11 @@ class ChatLLM:
         return cls(**kwargs)
 
     def __repr__(self) -> str:  # deliberately without the key
-        return f"ChatLLM(model={self.model!r}, base_url={self.base_url!r})"
+        return f"ChatLLM(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
     @property
     def provider(self) -> str:
-        return self.base_url or "api.openai.com"
+        return redact_url(self.base_url) or "api.openai.com"
 
     def complete(self, messages: list[dict[str, str]]) -> ChatReply:
         """One chat completion, retried on 429/5xx/timeouts/connection errors/malformed replies."""
@@ -304,6 +304,7 @@ class ChatLLM:
         return GenerationError(message, reason)
 
     def _scrub(self, text: str) -> str:
+        text = scrub_secrets(text, url_secrets(self.base_url))  # a server may echo the URL's user:password
         return _KEY_LIKE.sub("sk-***", text.replace(self._api_key, "***"))
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from rag_assets.config import DEFAULT_OPENAI_MODEL, Settings
 from rag_assets.embedding.base import l2_normalise
 from rag_assets.errors import ConfigurationError, EmbeddingError, EmbeddingServiceUnavailable
-from rag_assets.openai_errors import describe, error_message, retry_after
+from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -212,7 +212,7 @@ class OpenAIEmbedder:
         return cls(**kwargs)
 
     def __repr__(self) -> str:  # deliberately without the key
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        where = f", base_url={redact_url(self.base_url)!r}" if self.base_url else ""
         return (f"OpenAIEmbedder(model_name={self.model_name!r}{where}, batch_size={self.batch_size}, "
                 f"concurrency={self.concurrency})")
 
@@ -454,6 +454,7 @@ class OpenAIEmbedder:
         )
 
     def _scrub(self, text: str) -> str:
+        text = scrub_secrets(text, url_secrets(self.base_url))  # a server may echo the URL's user:password
         return _KEY_LIKE.sub("sk-***", text.replace(self._api_key, "***"))
 
 

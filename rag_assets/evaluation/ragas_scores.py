@@ -38,6 +38,7 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence
 # must be set before ragas is imported anywhere: evaluate()/single_turn_score() send analytics otherwise
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
+from rag_assets.openai_errors import redact_url  # noqa: E402
 from rag_assets.evaluation.evalset import EvalQuestion  # noqa: E402
 from rag_assets.evaluation.matching import (  # noqa: E402
     SECTION,
@@ -95,7 +96,7 @@ class LLMConfig:
         )
 
     def __repr__(self) -> str:  # never print the key
-        return f"LLMConfig(base_url={self.base_url!r}, model={self.model!r}, embedding_model={self.embedding_model!r})"
+        return f"LLMConfig(base_url={redact_url(self.base_url)!r}, model={self.model!r}, embedding_model={self.embedding_model!r})"
 
 
 @dataclass

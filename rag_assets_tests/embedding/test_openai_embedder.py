@@ -592,3 +592,23 @@ def test_tuning_settings_are_read_and_checked(tmp_path):
     embedder = load_embedder(settings)
     assert (embedder.concurrency, embedder.max_batch_tokens, embedder.max_input_tokens) == (8, 5000, 5000)
     assert "concurrency=8" in repr(embedder) and SECRET not in repr(embedder)
+
+
+def test_credentials_in_the_base_url_are_never_shown_even_when_the_server_echoes_them(server, make_embedder):
+    import base64
+
+    from rag_assets.answer.generation import ChatLLM
+    from rag_assets.openai_errors import redact_url
+
+    url = server.base_url.replace("http://", "http://admin:PASS-hunter2-x@")
+    basic = base64.b64encode(b"admin:PASS-hunter2-x").decode()
+    server.inject(Fault.raw(400, f'{{"error": {{"message": "bad request from {url} with Basic {basic}"}}}}'))
+    embedder = make_embedder(base_url=url, max_retries=1)
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed_documents(["one text"])
+    message = str(info.value)
+    assert "PASS-hunter2-x" not in message and basic not in message and "admin:" not in message
+    assert "PASS-hunter2-x" not in repr(embedder)
+    llm = ChatLLM(api_key=SECRET, base_url=url)
+    assert "PASS-hunter2-x" not in repr(llm) and "PASS-hunter2-x" not in llm.provider and "***@127.0.0.1" in llm.provider
+    assert redact_url("https://h.example/v1") == "https://h.example/v1" and redact_url(None) is None
