@@ -21,6 +21,7 @@ from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.retrieval.modes import MAX_TOP_K, RetrievalMode, validate_top_k
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell tool killed by a closed pipe reports
 
 apply_offline_defaults()  # before Dagster, Chroma, onnxruntime or ragas are imported
 
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest-doc", help="ingest one document")
     p.add_argument("path", help="the file, as a path or relative to the docs folder")
+    p.add_argument("--force", action="store_true",
+                   help="read the file again even if its size and modification time did not change")
     p.add_argument("--docs-dir")
     p.add_argument("--json", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -113,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, str(exc), EXIT_PARTIAL, debug)
     except KeyboardInterrupt:
         return _fail(args, "interrupted; finished runs are kept, the next `rag ingest` continues", 130, debug)
+    except BrokenPipeError:
+        # the reader went away (`rag query ... | head -1`): no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug or an unexpected failure: still one line, the traceback on request
         return _fail(args, f"unexpected error: {type(exc).__name__}: {exc} (RAG_DEBUG=1 or --debug shows the traceback)",
                      EXIT_PARTIAL, debug)
@@ -165,11 +172,28 @@ def _ingest(args) -> int:
     if summary is not None:
         summary.duration_seconds = round(time.perf_counter() - started, 3)
         return _print_summary(summary, args.json)
+    if _nothing_to_index(settings):
+        print(f"rag: no markdown files (*.md, *.mdx) under {settings.docs_dir}, and nothing is indexed yet: "
+              "point --docs-dir (or RAG_DOCS_DIR) at the folder that holds your documents", file=sys.stderr)
+        return EXIT_USAGE
     from rag_assets.orchestration.runs import ingest
 
     with _progress_bars(args):
         summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers)
     return _print_summary(summary, args.json)
+
+
+def _nothing_to_index(settings) -> bool:
+    """An empty docs folder on a fresh index: the typical result of pointing one level too low (or at
+    the wrong folder). An emptied folder over an existing index is the deletion guard's to answer."""
+    from rag_assets.index.stage_store import StageStore
+    from rag_assets.ingest.discovery import iter_markdown_files
+
+    paths, refused = iter_markdown_files(settings.docs_dir)  # FileNotFoundError: the missing-folder message
+    if paths or refused:
+        return False
+    catalog = StageStore.for_settings(settings).read_catalog()
+    return catalog is None or not catalog.documents
 
 
 def _ingest_doc(args) -> int:
@@ -184,6 +208,10 @@ def _ingest_doc(args) -> int:
     if not candidate.is_relative_to(settings.docs_dir):
         raise ConfigurationError(f"{args.path} is not inside the docs folder {settings.docs_dir} (set RAG_DOCS_DIR)")
     doc_path = candidate.relative_to(settings.docs_dir).as_posix()
+    if args.force:
+        from rag_assets.index.stage_store import StageStore
+
+        StageStore.for_settings(settings).forget_fingerprints([doc_path])
     with _progress_bars(args):
         summary = ingest(only_doc_paths=[doc_path])
     if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:

@@ -188,6 +188,13 @@ class StageStore:
                 values = {k: v for k, v in asdict(ref).items() if k != "doc_path"}
                 conn.execute(catalog_documents.update().where(catalog_documents.c.doc_path == ref.doc_path).values(**values))
 
+    def forget_fingerprints(self, doc_paths: Sequence[str]) -> None:
+        """Make the next look hash these files again even if their size, mtime and inode did not
+        move (`rag ingest-doc --force`: a tool that keeps mtimes, `cp -p`, a restored backup)."""
+        with self.db.write() as conn:
+            for part in _chunks(doc_paths):
+                conn.execute(catalog_documents.update().where(catalog_documents.c.doc_path.in_(part)).values(mtime_ns=0))
+
     def catalog_by_partition_key(self, keys: Sequence[str]) -> dict[str, DocumentRef]:
         """The stored catalog's entries for these partition keys (a run's documents), nothing else."""
         out: dict[str, DocumentRef] = {}

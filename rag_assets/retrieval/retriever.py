@@ -67,7 +67,7 @@ def _candidate(hit: VectorHit, dense: float, keyword: float = 0.0, row: int | No
 
 def validate_query(query: Any, max_chars: int) -> str:
     """The query without format characters (zero-width spaces, BOM, ...) or surrounding whitespace;
-    InvalidQueryError when nothing visible is left or it is too long."""
+    InvalidQueryError when nothing visible is left, no letter or digit, or it is too long."""
     if query is None:
         raise InvalidQueryError("query is required: got None")
     if not isinstance(query, str):
@@ -75,6 +75,9 @@ def validate_query(query: Any, max_chars: int) -> str:
     text = "".join(ch for ch in query if unicodedata.category(ch) != "Cf").strip()
     if not any(_visible(ch) for ch in text):
         raise InvalidQueryError("query is empty: ask a question with at least one visible character")
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in text):
+        # "???" or "..." embeds to something close to everything: it would pass the threshold
+        raise InvalidQueryError(f"query has no words: {text[:40]!r} has no letter or digit; ask a question")
     if len(text) > max_chars:
         raise InvalidQueryError(
             f"query is too long: {len(text)} characters, the limit is {max_chars} (RAG_MAX_QUERY_CHARS)"

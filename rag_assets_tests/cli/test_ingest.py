@@ -181,3 +181,45 @@ def test_a_terminal_sees_progress(env):
     assert proc.returncode == 0
     assert "embed" in text and "chunks" in text and "%" in text, text[-2000:]
     assert "ingest" in text and "documents" in text
+
+
+def test_an_empty_folder_on_a_fresh_index_is_a_usage_error_naming_it(env, tmp_path):
+    empty = tmp_path / "one-level-too-low"
+    empty.mkdir()
+    proc = rag("ingest", "--docs-dir", str(empty), check_codes=(2,))
+    assert str(empty) in proc.stderr and "no markdown files" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not store().count()
+
+
+def test_ingest_doc_force_reads_a_file_whose_size_and_mtime_were_kept(env):
+    ingest_json()
+    doc = env / "docs" / "rate-limits.md"
+    st = doc.stat()
+    text = doc.read_text()
+    changed = text.replace("429", "430", 1)
+    assert len(changed) == len(text) and changed != text
+    with open(doc, "r+") as fh:  # in place: same inode, same size
+        fh.write(changed)
+    os.utime(doc, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the old mtime, as `cp -p` or a backup restore would
+    assert json.loads(rag("ingest-doc", "rate-limits.md", "--json").stdout)["documents_processed"] == 0
+    forced = json.loads(rag("ingest-doc", "rate-limits.md", "--force", "--json").stdout)
+    assert forced["documents_processed"] == 1
+    assert any("430" in text for text, meta in zip(*_texts_and_metas()) if meta["doc_path"] == "rate-limits.md")
+
+
+def _texts_and_metas():
+    got = store()._collection.get(include=["documents", "metadatas"])
+    return got["documents"], got["metadatas"]
+
+
+def test_a_closed_pipe_ends_quietly(env, tmp_path):
+    ingest_json()
+    batch = tmp_path / "many.jsonl"
+    batch.write_text("".join(json.dumps({"id": i, "question": f"How many requests per minute, case {i}?"}) + "\n"
+                             for i in range(400)))
+    proc = subprocess.Popen([sys.executable, "-m", "rag_assets", "query", "--batch", str(batch), "--top-k", "10"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    proc.stdout.read(100)  # `| head -c 100`
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=600) == 141 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
