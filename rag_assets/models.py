@@ -114,6 +114,7 @@ class IngestSummary:
     run_ids: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
     lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)
+    removal_refused: str = ""  # the deletion guard kept vanished documents: why (new ones were indexed)
 
 
 @dataclass

@@ -158,7 +158,9 @@ def _print_summary(summary, as_json: bool) -> int:
         )
         for err in summary.errors:
             print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
-    return EXIT_PARTIAL if summary.documents_failed else EXIT_OK
+    if summary.removal_refused:
+        print(f"rag: {summary.removal_refused}", file=sys.stderr)
+    return EXIT_PARTIAL if summary.documents_failed or summary.removal_refused else EXIT_OK
 
 
 def _ingest(args) -> int:

@@ -23,11 +23,20 @@ OPT_IN = (
 @dataclass(frozen=True)
 class Vanished:
     doc_paths: list[str]  # known to the state, not on disk, and not merely unreadable
-    indexed: int  # documents with an index record before this discovery
+    indexed: int  # documents with an index record (or vectors in the store) before this discovery
+    # of doc_paths, those that are indexed (what the guard counts; None: all of them). A vanished
+    # document that never got indexed (it failed, or was empty) is removed but not counted.
+    indexed_gone: int | None = None
+
+    @property
+    def gone(self) -> int:
+        return len(self.doc_paths) if self.indexed_gone is None else self.indexed_gone
 
     def with_orphans(self, orphan_documents: list[str], documents_in_store: int) -> "Vanished":
         """Add the documents only the vector store still knows (e.g. after the state was lost)."""
-        return Vanished(sorted(set(self.doc_paths) | set(orphan_documents)), max(self.indexed, documents_in_store))
+        new = set(orphan_documents) - set(self.doc_paths)
+        return Vanished(sorted(set(self.doc_paths) | new), max(self.indexed, documents_in_store),
+                        self.gone + len(new))
 
 
 def vanished_documents(catalog: Catalog, stages: StageStore) -> Vanished:
@@ -39,14 +48,18 @@ def vanished_documents(catalog: Catalog, stages: StageStore) -> Vanished:
     previous = stages.read_catalog()
     if previous is not None:
         known |= {d.doc_path for d in previous.documents}
-    return Vanished(sorted(known - current), len(stages.doc_paths(INDEXED)))
+    indexed = stages.doc_paths(INDEXED)
+    gone = sorted(known - current)
+    return Vanished(gone, len(indexed), len(set(gone) & indexed))
 
 
 def deletion_refusal(
     catalog: Catalog, vanished: Vanished, max_share: float, min_documents: int, allow: bool
 ) -> str | None:
-    """Why removing `vanished` is refused, or None when it may go ahead."""
-    gone, indexed = len(vanished.doc_paths), vanished.indexed
+    """Why removing `vanished` is refused, or None when it may go ahead. The counts are of indexed
+    documents: "N of M" always has N <= M. A refusal removes nothing; new and changed documents are
+    still indexed (the guard keeps what is indexed, it never holds back what is new)."""
+    gone, indexed = min(vanished.gone, vanished.indexed), vanished.indexed
     if allow or not gone or not indexed:
         return None
     everything = gone >= indexed
@@ -58,7 +71,7 @@ def deletion_refusal(
         f"refusing to remove {gone} of {indexed} indexed documents: the docs folder {catalog.docs_dir} now holds "
         f"{found} markdown file{'s' if found != 1 else ''}"
         + (" (is it the right folder, and is it mounted?)" if found == 0 else "")
-        + f"; nothing was removed; {OPT_IN}"
+        + f"; nothing was removed (new and changed documents are indexed); {OPT_IN}"
     )
 
 

@@ -69,7 +69,12 @@ class CatalogConfig(dg.Config):
     allow_mass_delete: bool = False  # remove documents even when most (or all) of the index would go
 
 
-@dg.asset(group_name=INGESTION)
+@dg.asset(
+    group_name=INGESTION,
+    check_specs=[dg.AssetCheckSpec(
+        "no_removal_refused", asset="document_catalog",
+        description="the deletion guard did not have to keep vanished documents (see removal_refused)")],
+)
 def document_catalog(
     context: dg.AssetExecutionContext,
     config: CatalogConfig,
@@ -100,25 +105,30 @@ def document_catalog(
             settings.max_delete_share, settings.mass_delete_min_documents,
             config.allow_mass_delete or settings.allow_mass_delete,
         )
-        if refusal:
-            raise dg.Failure(description=refusal, metadata={"documents_found": len(catalog.documents),
-                                                            "documents_to_remove": len(vanished.doc_paths)})
         added = [k for k in current_keys if k not in existing_keys]
-        if added:
+        if added:  # new documents are registered (and then indexed) whatever the guard says
             context.instance.add_dynamic_partitions(documents_partitions.name, added)
-        locks = DocumentLocks(stages.db, settings.state_dir)
-        deleted = remove_documents(vanished.doc_paths, stages, store, locks)
-        orphan_vectors = delete_orphans(store, orphans, stages, locks)
-    for key in stale_keys:
-        context.instance.delete_dynamic_partition(documents_partitions.name, key)
-    # written last: if this run dies above, the next one still knows the vanished documents' paths
-    stages.write_catalog(catalog)
+        deleted: dict[str, int] = {}
+        orphan_vectors = 0
+        if refusal:
+            # nothing removed, the stored catalog kept: the vanished documents stay known (and guarded)
+            context.log.warning(refusal)
+            orphans = orphans.without(list(orphans.ids_by_document))
+        else:
+            locks = DocumentLocks(stages.db, settings.state_dir)
+            deleted = remove_documents(vanished.doc_paths, stages, store, locks)
+            orphan_vectors = delete_orphans(store, orphans, stages, locks)
+    if not refusal:
+        for key in stale_keys:
+            context.instance.delete_dynamic_partition(documents_partitions.name, key)
+        # written last: if this run dies above, the next one still knows the vanished documents' paths
+        stages.write_catalog(catalog)
 
     metadata = {
         "docs_dir": str(catalog.docs_dir),
         "documents": len(catalog.documents),
         "partitions_added": len(added),
-        "partitions_removed": len(stale_keys),
+        "partitions_removed": 0 if refusal else len(stale_keys),
         "documents_removed": len(deleted) + len(orphans.ids_by_document),
         "vectors_deleted": sum(deleted.values()) + orphan_vectors,
         "orphan_vectors_removed": orphan_vectors,
@@ -134,7 +144,13 @@ def document_catalog(
         metadata["deleted_documents"] = dg.MetadataValue.json(
             {**deleted, **{f"{d} (orphaned vectors)": len(v) for d, v in orphans.ids_by_document.items()}}
         )
-    return dg.MaterializeResult(metadata=metadata)
+    if refusal:
+        metadata["removal_refused"] = refusal
+        metadata["documents_to_remove"] = len(vanished.doc_paths)
+    guard = dg.AssetCheckResult(
+        check_name="no_removal_refused", passed=not refusal, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"refusal": refusal or "", "documents_to_remove": len(vanished.doc_paths) if refusal else 0})
+    return dg.MaterializeResult(metadata=metadata, check_results=[guard])
 
 
 # -- the per-document assets ----------------------------------------------------------------------

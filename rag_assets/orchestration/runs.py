@@ -237,7 +237,11 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         catalog_meta = _materialization_metadata(catalog_run).get("document_catalog", {})
         summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
         summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
-        seen = stages.read_catalog()
+        summary.removal_refused = str(catalog_meta.get("removal_refused") or "")
+        if not summary.removal_refused:
+            seen = stages.read_catalog()
+        # refused: the stored catalog still lists the vanished documents; the folder as just seen
+        # is what the runs below index
     catalog = seen
     refs = catalog.documents
     if only_doc_paths is not None:
@@ -267,7 +271,9 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         # every document current now? then the next `rag ingest` can say so without Dagster (noop_check)
         runs_state = run_storage_state()
         now = stages.read_catalog() if todo else catalog
-        current = not failed and (not todo or not documents_to_run(instance, now.documents, stages))
+        # a refused removal is not "current": the next `rag ingest` must look (and say so) again
+        current = not summary.removal_refused and not failed and (
+            not todo or not documents_to_run(instance, now.documents, stages))
         record_noop_token(settings, stages, now if current else None, runs_state)
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     summary.documents_failed = len(summary.errors)

@@ -66,13 +66,15 @@ def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         return dg.SensorResult(skip_reason=dg.SkipReason("no document changed"), cursor=changes.cursor)
 
     stages = StageStore.for_settings(settings)
-    if changes.deleted:
-        refusal = _mass_deletion(settings, stages, changes)
-        if refusal:
-            context.log.warning(refusal)
+    refusal = _mass_deletion(settings, stages, changes) if changes.deleted else None
+    if refusal:
+        context.log.warning(refusal)
+        if not changes.to_process:
             # the cursor stays: the same look next tick, nothing removed until the files return or
             # someone removes them on purpose (`rag ingest --allow-mass-delete`)
             return dg.SensorResult(skip_reason=dg.SkipReason(refusal), cursor=context.cursor)
+        # new and changed files are still indexed; the vanished ones stay (no catalog run), and
+        # `rag ingest` or nightly_reconcile reports the refusal again
 
     existing = context.instance.get_dynamic_partitions(documents_partitions.name)
     known = set(existing)
@@ -90,7 +92,7 @@ def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
                 tags={**run.tags, **INDEX_RUN_TAGS, "rag/changed_documents": str(len(run.keys))},
             )
         )
-    if new_keys or changes.deleted:
+    if (new_keys or changes.deleted) and not refusal:
         run_requests.append(dg.RunRequest(run_key=f"{prefix}-catalog", asset_selection=[document_catalog.key],
                                           tags=INDEX_RUN_TAGS))
     if not run_requests:

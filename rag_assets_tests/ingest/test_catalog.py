@@ -38,4 +38,15 @@ def test_vanished_means_known_and_gone_but_not_merely_unreadable(tmp_path):
     for name in ("a.md", "b.md", "big.md"):
         stages.write(INDEXED, name, "h", {"chunk_ids": []}, "fp")
     now = Catalog("/docs", [ref("a.md")], [DiscoveryError("big.md", "over the size limit")])
-    assert vanished_documents(now, stages) == Vanished(["b.md"], 3)
+    assert vanished_documents(now, stages) == Vanished(["b.md"], 3, 1)
+
+
+def test_the_counts_add_up_when_a_vanished_document_was_never_indexed(tmp_path):
+    stages = StageStore(tmp_path)
+    for name in ("a.md", "b.md"):
+        stages.write(INDEXED, name, "h", {"chunk_ids": []}, "fp")
+    stages.write_catalog(Catalog("/docs", [ref("a.md"), ref("b.md"), ref("failed.md")], []))  # failed.md: no index record
+    vanished = vanished_documents(Catalog("/docs", [], []), stages)
+    assert sorted(vanished.doc_paths) == ["a.md", "b.md", "failed.md"]  # all removed when allowed
+    reason = deletion_refusal(Catalog("/docs", [], []), vanished, max_share=0.5, min_documents=20, allow=False)
+    assert "refusing to remove 2 of 2 indexed documents" in reason  # never "3 of 2"

@@ -205,3 +205,17 @@ def test_the_sensor_never_empties_the_index(instance, rag_env):
     skipped = tick(instance, result.cursor)
     assert not skipped.run_requests and "refusing to remove 3 of 3 indexed documents" in str(skipped.skip_reason)
     assert indexed_text("rate-limits.md")  # nothing was removed
+
+
+def test_a_refused_removal_still_indexes_what_is_new(instance, rag_env):
+    result = tick(instance)
+    launch(instance, result)
+    for path in (rag_env / "docs").rglob("*.md"):
+        path.unlink()
+    write(rag_env / "docs" / "mine" / "notes.md", "# My notes\n\n## Pumps\n\nReplace the pump seal every spring.\n")
+    result = tick(instance, result.cursor)
+    kinds_now = kinds(result)
+    assert kinds_now == ["documents"]  # no catalog run: nothing is removed
+    launch(instance, result)
+    assert "pump seal" in indexed_text("mine/notes.md")
+    assert "incrementally" in indexed_text("guide/streaming.md")  # the old documents are kept
