@@ -110,6 +110,7 @@ class IngestSummary:
     embeddings_computed: int = 0
     embeddings_reused: int = 0
     vectors_deleted: int = 0
+    chunks_truncated: int = 0  # chunks longer than the model's input: embedded from their start only
     errors: list[dict] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0

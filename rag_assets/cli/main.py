@@ -156,6 +156,9 @@ def _print_summary(summary, as_json: bool) -> int:
             f"chunks written: {summary.chunks_written}; embeddings computed: {summary.embeddings_computed}, "
             f"reused: {summary.embeddings_reused}; {summary.duration_seconds:.1f} s (runs: {', '.join(summary.run_ids)})"
         )
+        if summary.chunks_truncated:
+            print(f"{summary.chunks_truncated} chunk(s) exceed the embedding model's input and were embedded from their "
+                  "start only (an oversized code block or table: see chunk_embeddings in the UI)")
         for err in summary.errors:
             print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
     if summary.removal_refused:

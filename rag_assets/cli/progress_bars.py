@@ -39,12 +39,16 @@ class TerminalProgress:
         # a terminal that reports no size (0x0, e.g. a bare pty) would get no bars at all: shutil
         # falls back to $COLUMNS/$LINES, then 80x24
         size = shutil.get_terminal_size()
-        return tqdm(total=event.total, desc=f"{event.stage:>8}", unit=f" {event.unit}", file=self.stream,
-                    position=position, leave=leave, ncols=size.columns, nrows=size.lines, mininterval=0.25)
+        # what is already done when the bar appears (e.g. unchanged documents) is its starting point,
+        # not work done in no time: the rate counts only what is done while it is shown
+        return tqdm(total=event.total, initial=event.done, desc=f"{event.stage:>8}", unit=f" {event.unit}",
+                    file=self.stream, position=position, leave=leave, ncols=size.columns, nrows=size.lines,
+                    mininterval=0.25)
 
     @staticmethod
     def _update(bar: tqdm, done: int) -> None:
-        bar.n = done
+        if done != bar.n:
+            bar.update(done - bar.n)  # through update(): tqdm's rate sees how much moved, and when
         bar.refresh()
 
     def close(self) -> None:
