@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
+from contextlib import contextmanager
 import json
 import logging
 import os
@@ -167,6 +169,7 @@ class KeywordIndex:
         self._rows: dict[str, int] = {}
         self._embeddings: np.ndarray | None = None
         self._meta: dict = {}
+        self._query = threading.local()  # the generation pinned for the current query (pinned())
         self._documents: dict[str, dict] = {}  # doc_path -> its filterable fields (retrieval.filters)
         self._row_docs: np.ndarray = np.zeros(0, dtype=np.int64)  # row -> index into _doc_order
         self._doc_order: list[str] = []
@@ -184,9 +187,21 @@ class KeywordIndex:
     def __len__(self) -> int:
         return len(self._ids)
 
+    @contextmanager
+    def pinned(self, generation: str):
+        """One query's calls read the generation once (the retriever's), not once per call: each
+        read is a state-database round trip (~1 ms), and a query makes five or six."""
+        previous = getattr(self._query, "generation", None)
+        self._query.generation = generation
+        try:
+            yield self
+        finally:
+            self._query.generation = previous
+
     def ensure_current(self) -> None:
         """Make the in-memory index match the current generation: keep, load from disk, or rebuild."""
-        generation = current_generation(self.state if self.state is not None else self.state_dir)
+        generation = getattr(self._query, "generation", None) or current_generation(
+            self.state if self.state is not None else self.state_dir)
         if self._bm25 is not None and generation == self._generation:
             return
         if self._load(generation):
@@ -255,6 +270,21 @@ class KeywordIndex:
         # by score, ties by index order (stable and deterministic)
         top = top[np.lexsort((top, -scores[top]))]
         return [KeywordHit(self._ids[i], float(scores[i]), int(i)) for i in top if scores[i] > 0]
+
+    def nearest(self, query_vector: np.ndarray, k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The k rows (among mask's) nearest the query by exact cosine, best first, with their cosines;
+        None when this build holds no embeddings."""
+        self.ensure_current()
+        if self._embeddings is None or mask is None or len(mask) != len(self._ids):
+            return None
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return rows, np.zeros(0, dtype=np.float32)
+        sims = np.asarray(self._embeddings[rows], dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
+        k = min(k, len(rows))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.lexsort((rows[top], -sims[top]))]
+        return rows[top], sims[top]
 
     def cosines(self, query_vector: np.ndarray, chunk_ids: Iterable[str]) -> dict[str, float]:
         """Dense cosine of the query with each chunk's stored embedding (ids not in the index are skipped)."""
