@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import logging
 import math
 import re
 from collections import deque
@@ -40,6 +41,8 @@ from typing import Any
 from rag_assets.ingest.markup import indexable_text, strip_heading_attributes
 from rag_assets.models import Block, BlockType, Chunk, ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,20 +67,40 @@ class ChunkingConfig:
             raise ValueError("need 0 <= overlap_tokens < max_tokens")
 
 
+# The header every chunk's embedded text starts with has a budget: a 1,200-character H1 repeated in
+# front of every chunk would leave the body no room in the model's 256 word pieces (it would be cut
+# off) and would shred the page into tiny chunks. Each title or heading keeps its first
+# HEADER_ENTRY_MAX_CHARS characters, the whole header its first HEADER_MAX_CHARS (~80 tokens, under a
+# third of the model's input). Characters, not tokens, so every reader of stored metadata (the keyword
+# index) rebuilds exactly the embedded text without a tokenizer, and a 1 MB title costs nothing.
+HEADER_ENTRY_MAX_CHARS = 160
+HEADER_MAX_CHARS = 320
+
+
+def clip_heading(text: str, limit: int = HEADER_ENTRY_MAX_CHARS) -> str:
+    """A title or heading cut to `limit` characters at a word boundary, with an ellipsis."""
+    flat = " ".join(text[: limit * 4].split())  # never splits a huge string in full
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut) + "…"
+
+
 def build_index_text(title: str, breadcrumb: list[str], text: str) -> str:
     """What is embedded and keyword-indexed: ``title > h1 > h2`` header, blank line, chunk text.
 
-    Markup that is not prose (heading attributes, include directives: rag_assets.ingest.markup) is left out.
+    Markup that is not prose (heading attributes, include directives: rag_assets.ingest.markup) is
+    left out; the header keeps within its budget (HEADER_ENTRY_MAX_CHARS, HEADER_MAX_CHARS).
     """
-    title = " ".join(strip_heading_attributes(title).split())
+    title = clip_heading(strip_heading_attributes(title[: HEADER_ENTRY_MAX_CHARS * 4]))
     text = indexable_text(text)
     parts = [title] if title else []
     for entry in breadcrumb:
-        entry = " ".join(strip_heading_attributes(entry).split())
+        entry = clip_heading(strip_heading_attributes(entry[: HEADER_ENTRY_MAX_CHARS * 4]))
         # The page's H1 usually repeats the title; saying it twice only skews both retrievers.
         if entry and entry.casefold() != title.casefold():
             parts.append(entry)
-    header = " > ".join(parts)
+    header = clip_heading(" > ".join(parts), HEADER_MAX_CHARS)
     return f"{header}\n\n{text}" if header and text else header or text
 
 
@@ -103,6 +126,10 @@ def chunk_document(
         drafts.extend(packer.section(only_headings))
 
     metadata = _document_metadata(doc)
+    longest = max([len(doc.title)] + [len(entry) for d in drafts for entry in d.breadcrumb], default=0)
+    if longest > HEADER_ENTRY_MAX_CHARS:
+        log.warning("%s: a title or heading of %d characters is cut to %d in every chunk's header",
+                    doc.doc_path, longest, HEADER_ENTRY_MAX_CHARS)
     return [
         Chunk(
             doc_path=doc.doc_path,
@@ -118,6 +145,14 @@ def chunk_document(
         )
         for i, d in enumerate(drafts)
     ]
+
+
+def _clip_heading_line(line: str) -> str:
+    """`## A very long heading…`: the markdown heading repeated in a chunk's text, within budget."""
+    marks, _, rest = line.partition(" ")
+    if not marks.strip("#") and rest:
+        return f"{marks} {clip_heading(rest)}"
+    return clip_heading(line)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,7 +240,7 @@ class _Packer:
 
     def section(self, section: _Section) -> list[_Draft]:
         cfg = self.config
-        head = f"{section.heading_line}\n\n" if section.heading_line else ""
+        head = f"{_clip_heading_line(section.heading_line)}\n\n" if section.heading_line else ""
         head_tokens = self.counter.count(head) if head else 0
         overlap_cost = cfg.overlap_tokens + 1 if cfg.overlap_tokens else 0
         piece_budget = max(_MIN_PIECE_BUDGET, cfg.max_tokens - max(head_tokens, overlap_cost) - _MARGIN)
@@ -511,7 +546,7 @@ def _scalar(value: Any) -> str | int | float | bool | None:
 def _document_metadata(doc: ParsedDocument) -> dict[str, Any]:
     """Document fields every chunk carries: title/description/tags plus scalar frontmatter keys."""
     meta: dict[str, Any] = {
-        "title": strip_heading_attributes(doc.title),
+        "title": strip_heading_attributes(doc.title[: HEADER_ENTRY_MAX_CHARS * 4]),
         "description": doc.description,
         "tags": ", ".join(str(t) for t in doc.tags),
     }

@@ -329,3 +329,32 @@ def test_sections_after_a_ten_level_list_are_their_own_chunks(counter: TokenCoun
 def test_the_chunker_defaults_are_the_settings_defaults() -> None:
     assert ChunkingConfig.from_settings(Settings.from_env({})) == ChunkingConfig()
     assert ChunkingConfig.from_settings(Settings.from_env({"RAG_CHUNK_MAX_TOKENS": "180"})).max_tokens == 180
+
+
+def test_a_long_title_or_h1_has_a_header_budget_and_does_not_shred_its_page(caplog):
+    import logging
+    import time
+
+    from rag_assets.ingest.chunking import HEADER_MAX_CHARS, build_index_text
+    from rag_assets.models import ParsedDocument
+
+    counter = TokenCounter.for_name("cl100k_base", None)
+    h1 = ("Operating the reactor coolant pumps safely under every plant condition " * 20)[:1200]
+    body = f"# {h1}\n\n" + "\n\n".join(
+        f"Paragraph {j} explains step {j} of the procedure: " + " ".join(f"detail{j}w{i}" for i in range(44))
+        for j in range(10))
+    doc = ParsedDocument("long.md", "h", "Long", "", [], {}, body, 1)
+    with caplog.at_level(logging.WARNING, logger="rag_assets.ingest.chunking"):
+        chunks = chunk_document(doc, split_markdown(body), counter, ChunkingConfig())
+    assert 5 <= len(chunks) <= 25  # was 641 with the whole H1 in every chunk's budget
+    for chunk in chunks:
+        header = chunk.index_text.split("\n\n", 1)[0]
+        assert len(header) <= HEADER_MAX_CHARS and header.endswith("…")
+        assert chunk.heading_breadcrumb == [h1]  # the metadata keeps the heading whole
+    assert any("long.md" in r.getMessage() and "1200 characters" in r.getMessage() for r in caplog.records)
+    assert build_index_text("T", ["x" * 5000], "body").startswith("T > " + "x" * 100)
+
+    huge = ParsedDocument("huge.md", "h", "T" * 1_000_000, "", [], {}, "# Also huge " + "H" * 200_000 + "\n\nBody.\n", 1)
+    started = time.perf_counter()
+    chunk_document(huge, split_markdown(huge.body), counter, ChunkingConfig())
+    assert time.perf_counter() - started < 5  # was past 600 s with a 1 MB frontmatter title
