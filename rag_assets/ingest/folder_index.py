@@ -25,7 +25,7 @@ from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import RagError
 from rag_assets.ingest.document_metadata import MetadataPolicy, complete
 from rag_assets.ingest.frontmatter import read_document
-from rag_assets.ingest.ids import assign_ids
+from rag_assets.ingest.ids import assign_ids, distinct_chunks
 from rag_assets.index.generation import bump_generation
 from rag_assets.ingest.stages import chunking_fingerprint
 from rag_assets.ingest.markdown import split_markdown
@@ -61,7 +61,8 @@ def index_folder(
             continue
         try:
             doc = complete(read_document(ref), ref, policy)
-            chunks = assign_ids(chunk_document(doc, split_markdown(doc.body), counter, config, fits=embedder.fits))
+            chunks = distinct_chunks(assign_ids(
+                chunk_document(doc, split_markdown(doc.body), counter, config, fits=embedder.fits)))
         except RagError as exc:  # one bad document must not stop the others
             errors.append({"doc_path": ref.doc_path, "error": str(exc)})
             continue

@@ -5,7 +5,7 @@ keyword-indexed. It keys the embedding cache: the same text is never embedded tw
 
 chunk_id = "{doc_key}-{first 24 hex digits of sha-256("{doc_path}\\0{content_hash}\\0{occurrence}")}",
 where doc_key = the first 12 hex digits of sha-256(doc_path) and occurrence counts earlier chunks of
-the same document with the same content hash (almost always 0).
+the same document with the same content hash (0 once distinct_chunks has run).
 Ids are content-addressed rather than positional, so editing one section of a document keeps the
 ids of every other chunk: only the changed chunks are written and only the vanished ones deleted.
 The doc_key prefix says which document a vector belongs to from its id alone, so the store can be
@@ -50,3 +50,16 @@ def assign_ids(chunks: list[Chunk]) -> list[Chunk]:
         chunk.chunk_id = chunk_id(chunk.doc_path, chunk.content_hash, seen[chunk.content_hash])
         seen[chunk.content_hash] += 1
     return chunks
+
+
+def distinct_chunks(chunks: list[Chunk]) -> list[Chunk]:
+    """Drop later copies of a text within ONE document (after assign_ids) and renumber.
+
+    A page of 200 identical paragraphs would otherwise put 200 identical vectors into the HNSW
+    index, where they crowd the neighbourhood of their text and hide other documents' chunks from
+    vector search. One copy finds the page just as well."""
+    seen: set[str] = set()
+    kept = [c for c in chunks if not (c.content_hash in seen or seen.add(c.content_hash))]
+    for index, chunk in enumerate(kept):
+        chunk.chunk_index = index
+    return kept

@@ -234,7 +234,7 @@ def chunking_fingerprint(config: ChunkingConfig, encoding: str, model_name: str,
     # chunks carry the document's metadata: a new metadata policy re-makes them (the embedding cache,
     # keyed by text, keeps the vectors)
     return (
-        f"chunks-v3:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
+        f"chunks-v4:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
         f"{config.overlap_tokens}:{model_name}:{max_input_tokens}:{metadata}"
     )
 
@@ -255,7 +255,8 @@ def run_chunk(
         nonlocal oversized
         blocks_payload, parsed_payload = inputs
         parsed = parsed_from_dict(parsed_payload)
-        chunks = ids.assign_ids(chunk_document(parsed, blocks_from_list(blocks_payload), counter, config, fits=fits))
+        chunks = ids.distinct_chunks(ids.assign_ids(
+            chunk_document(parsed, blocks_from_list(blocks_payload), counter, config, fits=fits)))
         counts = [c.token_count for c in chunks]
         token_counts.extend(counts)
         big = sum(c.oversized for c in chunks)

@@ -33,3 +33,12 @@ def test_a_chunk_id_names_its_document():
     x = assign_ids([make("guide/a.md", 0, "t")])[0]
     assert doc_key_of(x.chunk_id) == doc_key("guide/a.md") != doc_key("guide/b.md")
     assert doc_key_of("0123456789abcdef0123456789abcdef") is None  # the older scheme
+
+
+def test_distinct_chunks_keeps_the_first_copy_of_each_text_and_renumbers():
+    from rag_assets.ingest.ids import distinct_chunks
+    chunks = distinct_chunks(assign_ids([make("d.md", 0, "a"), make("d.md", 1, "same"), make("d.md", 2, "same"),
+                                         make("d.md", 3, "b"), make("d.md", 4, "same")]))
+    assert [c.text for c in chunks] == ["a", "same", "b"]
+    assert [c.chunk_index for c in chunks] == [0, 1, 2]
+    assert len({c.chunk_id for c in chunks}) == 3
