@@ -46,6 +46,11 @@ class EmbeddingServiceUnavailable(EmbeddingError):
         self.last_error = last_error
 
 
+class StateDatabaseError(RagError):
+    """The state database cannot be used as it is (read-only for a writer, damaged, not a database);
+    the message names the file and what to do."""
+
+
 class VectorDBUnavailableError(RagError):
     """The vector store (Chroma) cannot be reached or opened."""
 

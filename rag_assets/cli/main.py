@@ -6,6 +6,7 @@ Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -114,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, f"configuration error: {_message(exc)}", EXIT_USAGE, debug)
     except RagError as exc:
         return _fail(args, str(exc), EXIT_PARTIAL, debug)
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return _unexpected(args, exc, debug)
+        # e.g. an ingest on a state or index folder this user may not write, or a read-only mount
+        return _fail(args, f"{exc.strerror.lower()}: {exc.filename or exc}: an ingest writes the state, cache and "
+                           "index folders (a query only reads them)", EXIT_PARTIAL, debug)
     except KeyboardInterrupt:
         return _fail(args, "interrupted; finished runs are kept, the next `rag ingest` continues", 130, debug)
     except BrokenPipeError:
@@ -121,8 +128,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug or an unexpected failure: still one line, the traceback on request
-        return _fail(args, f"unexpected error: {type(exc).__name__}: {exc} (RAG_DEBUG=1 or --debug shows the traceback)",
-                     EXIT_PARTIAL, debug)
+        return _unexpected(args, exc, debug)
+
+
+def _unexpected(args, exc: BaseException, debug: bool) -> int:
+    return _fail(args, f"unexpected error: {type(exc).__name__}: {exc} (RAG_DEBUG=1 or --debug shows the traceback)",
+                 EXIT_PARTIAL, debug)
 
 
 def _message(exc: BaseException) -> str:

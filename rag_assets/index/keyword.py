@@ -335,13 +335,23 @@ class KeywordIndex:
         return True
 
     def _build_locked(self, generation: str) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            writable = os.access(self.root, os.W_OK)
+        except OSError:
+            writable = False
+        if not writable:
+            # a reader on a state folder it may not write (a read-only mount, another user's index):
+            # build for this process only, in memory, rather than give up hybrid search
+            log.info("keyword index: %s is not writable; building it in memory for this process", self.root)
+            self._build(generation, publish=False)
+            return
         with self._published.lock():
             if self._load(generation):  # another process built it while we waited
                 return
             self._build(generation)
 
-    def _build(self, generation: str) -> None:
+    def _build(self, generation: str, publish: bool = True) -> None:
         start = time.perf_counter()
         ids: list[str] = []
         corpus: list[list[str]] = []
@@ -361,42 +371,49 @@ class KeywordIndex:
             table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text)))
             vectors.append(np.asarray(emb, dtype=np.float32))
             model = model or meta.get("embedding_model")
-        folder_name = f"build-{generation[:16]}-{uuid.uuid4().hex[:8]}"
-        folder = self.root / folder_name
+        bm25 = _bm25_index(corpus) if ids else None
+        headings = _bm25_index(heading_corpus) if ids else None
+        embeddings = np.vstack(vectors).astype(np.float32) if ids else None
+        del vectors
+        meta = {
+            "format": FORMAT_VERSION,
+            "heading_repeats": self.heading_repeats,
+            "generation": generation,
+            "collection": self.collection,
+            "collection_id": self.store.collection_id,
+            "chunks": len(ids),
+            "vocabulary": len(bm25.vocab_dict) if bm25 is not None else 0,
+            "embedding_model": model,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "build_seconds": round(time.perf_counter() - start, 3),
+        }
+        if publish:
+            folder = self._save(bm25, headings, embeddings, ids, table, documents, meta)
+            # the saved copy is memory-mapped: processes sharing the build share its pages
+            embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
+        self.builds += 1
+        log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
+        self._install(generation, bm25, headings, ids, table, embeddings, meta, documents)
+
+    def _save(self, bm25, headings, embeddings, ids, table, documents, meta) -> Path:
+        """Write the build to a new folder and make it the live one; returns the folder."""
+        folder_name = f"build-{meta['generation'][:16]}-{uuid.uuid4().hex[:8]}"
         tmp = self.root / f".tmp-{folder_name}"
         tmp.mkdir(parents=True)
-        bm25 = headings = None
         try:
             if ids:
-                bm25 = _bm25_index(corpus)
                 bm25.save(str(tmp / "bm25"), show_progress=False)
-                headings = _bm25_index(heading_corpus)
                 headings.save(str(tmp / "headings"), show_progress=False)
-                np.save(tmp / "embeddings.npy", np.vstack(vectors).astype(np.float32))
+                np.save(tmp / "embeddings.npy", embeddings)
             (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
             (tmp / "rows.json").write_text(json.dumps([list(r.__dict__.values()) for r in table]), encoding="utf-8")
             (tmp / "documents.json").write_text(json.dumps(documents), encoding="utf-8")
-            meta = {
-                "format": FORMAT_VERSION,
-                "heading_repeats": self.heading_repeats,
-                "generation": generation,
-                "collection": self.collection,
-                "collection_id": self.store.collection_id,
-                "chunks": len(ids),
-                "vocabulary": len(bm25.vocab_dict) if bm25 is not None else 0,
-                "embedding_model": model,
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "build_seconds": round(time.perf_counter() - start, 3),
-            }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
             self._published.publish(tmp, folder_name)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        self.builds += 1
-        log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
-        embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
-        self._install(generation, bm25, headings, ids, table, embeddings, meta, documents)
+        return self.root / folder_name
 
     def _install(self, generation: str, bm25, headings, ids: Sequence[str], table, embeddings, meta: dict,
                  documents: dict[str, dict]) -> None:

@@ -11,6 +11,10 @@ SQLite: WAL (readers never wait for the writer), `synchronous=NORMAL` (a commit 
 WAL is checkpointed; a crash of the process never corrupts it), a 60 s busy timeout, and write
 transactions opened with BEGIN IMMEDIATE so two writers queue instead of failing on a stale
 snapshot. One engine per database per process, disposed in a forked child.
+
+Nothing but an ingest writes: opening the database (as a query does) only reads, so a query works
+on a state file it may not write. SQLite's own failures (read-only, damaged, not a database) become
+one StateDatabaseError naming the file and the fix instead of a four-line SQL error.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Iterator, Sequence
 
 import sqlalchemy as sa
 
-from rag_assets.errors import ConfigurationError
+from rag_assets.errors import ConfigurationError, StateDatabaseError
 
 SCHEMA_VERSION = "1"
 STATE_FILE = "state.sqlite"
@@ -110,27 +114,55 @@ class StateDB:
     def __init__(self, url: str):
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self.read_only = False  # opened as an immutable snapshot: the file's folder cannot be written
         try:
             self.engine = _create_engine(url, self.is_sqlite)
-            self._create_tables()
+            try:
+                self._create_tables()
+            except StateDatabaseError:
+                if not self._on_read_only_folder():
+                    raise
+                # SQLite cannot open a WAL database without its -shm file, which it cannot create
+                # in a read-only folder (a read-only mount): read the file as an immutable snapshot
+                self.engine.dispose()
+                self.engine = _create_engine(_immutable_url(self.path), True, read_only=True)
+                self.read_only = True
+                self._create_tables()
         except sa.exc.ArgumentError as exc:
             raise ConfigurationError(f"RAG_STATE_URL is not a database URL SQLAlchemy understands: {exc}") from None
         except ModuleNotFoundError as exc:
             raise ConfigurationError(f"RAG_STATE_URL {self.display_url} needs the database driver {exc.name!r}, which "
                                      "is not installed (for PostgreSQL: pip install -e '.[postgres]')") from None
-        except sa.exc.OperationalError as exc:
+        except sa.exc.DatabaseError as exc:
+            if self.is_sqlite:
+                raise self._explain(exc) from None
             raise ConfigurationError(f"cannot open the state database {self.display_url}: {exc.orig}") from None
-        self._stamp()
         self.identity = self._file_identity()
+
+    @property
+    def path(self) -> str | None:
+        """The SQLite file (None for a server database)."""
+        return sa.engine.make_url(self.url).database if self.is_sqlite else None
+
+    def _on_read_only_folder(self) -> bool:
+        path = self.path
+        return bool(path) and os.path.isfile(path) and not os.access(os.path.dirname(path) or ".", os.W_OK)
 
     def _create_tables(self) -> None:
         if self.is_sqlite:
-            metadata.create_all(self.engine)
+            with self.read() as conn:
+                present = set(sa.inspect(conn).get_table_names())
+            if present >= set(metadata.tables) and self.get_meta("schema_version"):
+                return  # nothing to create: a reader must not need write access
+            with self.write() as conn:
+                metadata.create_all(conn)
+                self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
             return
         # several workers starting at once: one creates, the others wait on the advisory lock
         with self.engine.begin() as conn:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
             metadata.create_all(conn)
+            self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
 
     def _file_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the SQLite file: a cached engine must not outlive its file (deleted state)."""
@@ -165,14 +197,41 @@ class StateDB:
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        with self.engine.connect() as conn:
-            yield conn
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except sa.exc.DatabaseError as exc:
+            raise self._explain(exc) if self.is_sqlite else exc
 
     @contextmanager
     def write(self) -> Iterator[sa.Connection]:
         """A write transaction, committed when the block ends (rolled back on an exception)."""
-        with self.engine.connect().execution_options(rag_write=True) as conn, conn.begin():
-            yield conn
+        try:
+            with self.engine.connect().execution_options(rag_write=True) as conn, conn.begin():
+                yield conn
+        except sa.exc.DatabaseError as exc:
+            raise self._explain(exc) if self.is_sqlite else exc
+
+    def _explain(self, exc: sa.exc.DatabaseError) -> Exception:
+        """SQLite's own failure as one line naming the file and the fix; other errors unchanged."""
+        path = self.path
+        reason = str(exc.orig).strip()
+        low = reason.lower()
+        if "readonly" in low or "read-only" in low:
+            return StateDatabaseError(
+                f"the state database {path} is read-only for this process ({reason}): queries only read it, "
+                f"but an ingest writes it. Make it and its folder writable for this user, or set RAG_STATE_DIR "
+                f"to a writable folder (a new state database re-reads every document once)")
+        if "malformed" in low or "not a database" in low or "corrupt" in low:
+            return StateDatabaseError(
+                f"the state database {path} is damaged ({reason}). It holds only what an ingest can rebuild "
+                f"(stage records, catalog, embedding cache): move it and its -wal/-shm files aside "
+                f"(e.g. mv {path} {path}.damaged) and run `rag ingest`; the vector index is kept")
+        if "unable to open" in low:
+            return StateDatabaseError(
+                f"cannot open the state database {path} ({reason}): check that its folder exists and this user "
+                f"may read it (and write it, for an ingest), or set RAG_STATE_DIR")
+        return exc
 
     def upsert(self, conn: sa.Connection, table: sa.Table, rows: Sequence[dict], keys: Sequence[str]) -> None:
         """INSERT … ON CONFLICT (keys) DO UPDATE, for SQLite and PostgreSQL alike."""
@@ -207,10 +266,6 @@ class StateDB:
                 self.upsert(own, state_meta, [{"key": key, "value": value}], ["key"])
         else:
             self.upsert(conn, state_meta, [{"key": key, "value": value}], ["key"])
-
-    def _stamp(self) -> None:
-        with self.write() as conn:
-            self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -249,7 +304,11 @@ def local_state_url(state_dir: Path | str) -> str:
     return f"sqlite:///{folder / STATE_FILE}"
 
 
-def _create_engine(url: str, is_sqlite: bool) -> sa.Engine:
+def _immutable_url(path: str) -> str:
+    return f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true"
+
+
+def _create_engine(url: str, is_sqlite: bool, read_only: bool = False) -> sa.Engine:
     if not is_sqlite:
         return sa.create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=8)
     engine = sa.create_engine(
@@ -259,6 +318,8 @@ def _create_engine(url: str, is_sqlite: bool) -> sa.Engine:
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves (pysqlite's own is deferred)
+        if read_only:
+            return  # journal settings are writes
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
