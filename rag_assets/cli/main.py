@@ -115,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, f"configuration error: {_message(exc)}", EXIT_USAGE, debug)
     except RagError as exc:
         return _fail(args, str(exc), EXIT_PARTIAL, debug)
+    except BrokenPipeError:
+        # the reader went away (`rag query ... | head -1`): no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
             return _unexpected(args, exc, debug)
@@ -123,10 +127,6 @@ def main(argv: list[str] | None = None) -> int:
                            "index folders (a query only reads them)", EXIT_PARTIAL, debug)
     except KeyboardInterrupt:
         return _fail(args, "interrupted; finished runs are kept, the next `rag ingest` continues", 130, debug)
-    except BrokenPipeError:
-        # the reader went away (`rag query ... | head -1`): no traceback, and none at exit either
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug or an unexpected failure: still one line, the traceback on request
         return _unexpected(args, exc, debug)
 
