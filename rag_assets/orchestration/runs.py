@@ -36,7 +36,7 @@ from filelock import FileLock, Timeout
 from rag_assets.errors import ConfigurationError, RagError
 
 from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
-from rag_assets.ingest.discovery import discover
+from rag_assets.ingest.discovery import DocumentTooLarge, discover, fingerprint_file
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
@@ -256,29 +256,79 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         stages.refresh_catalog(touched_documents(stored, seen, skip={r.doc_path for r in todo}))
     if todo:
         publish(ProgressEvent(OVERALL, 0, len(todo)))
-    keys = [r.partition_key for r in todo]
-    if workers > 1 and len(todo) > 1:
-        _run_workers(instance, todo, workers, settings.documents_per_run, summary)
-    else:
-        done = 0
-        for covered, run in materialize_documents(instance, keys, settings.documents_per_run):
-            done += covered
-            publish(ProgressEvent(OVERALL, done, len(todo)))
-            _count_run(summary, run.run_id, _materialization_metadata(run), run.success, lambda: _first_error(run))
-    failures = stages.failures([r.doc_path for r in todo]) if todo else {}
-    failed = [r for r in todo if r.doc_path in failures and failures[r.doc_path]["source_hash"] == r.content_hash]
+    before = {t.doc_path: t.content_hash for t in todo}
+    all_ran = _run_documents(instance, todo, workers, settings, summary)
+    failed, pending = _not_current(instance, settings, stages, todo)
+    changed = [r for r in pending if r.content_hash != before[r.doc_path]]
+    if changed and all_ran:
+        # saved while the run read them: each stage acts on the file as it is, so a stage after
+        # the edit skipped the new version. Once more for those, so the ingest ends current.
+        all_ran = _run_documents(instance, changed, 1, settings, summary, report_progress=False)
+        failed, pending = _not_current(instance, settings, stages, todo)
     if only_doc_paths is None:
         # every document current now? then the next `rag ingest` can say so without Dagster (noop_check)
         runs_state = run_storage_state()
         now = stages.read_catalog() if todo else catalog
         # a refused removal is not "current": the next `rag ingest` must look (and say so) again
-        current = not summary.removal_refused and not failed and (
+        current = not summary.removal_refused and not failed and not pending and (
             not todo or not documents_to_run(instance, now.documents, stages))
         record_noop_token(settings, stages, now if current else None, runs_state)
+    failures = stages.failures([r.doc_path for r in failed]) if failed else {}
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
-    summary.documents_failed = len(summary.errors)
-    summary.documents_unchanged = max(0, len(refs) - summary.documents_processed - len(failed))
+    summary.errors += [{"doc_path": r.doc_path, "error": (
+        "file changed while being ingested; the next run indexes the new version"
+        if r.content_hash != before[r.doc_path] else
+        "not indexed: its run failed or was interrupted; the next `rag ingest` continues")} for r in pending]
+    # every discovered document is counted once: unchanged (no work), processed (current now), or failed
+    summary.documents_unchanged = len(refs) - len(todo)
+    summary.documents_processed = len(todo) - len(failed) - len(pending)
+    summary.documents_failed = len(catalog.errors if only_doc_paths is None else []) + len(failed) + len(pending)
     return summary
+
+
+def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings, summary: IngestSummary,
+                   report_progress: bool = True) -> bool:
+    """Materialize the per-document assets for these documents; False when a run failed."""
+    if not todo:
+        return True
+    runs_before = len(summary.run_ids)
+    errors_before = len(summary.errors)
+    if workers > 1 and len(todo) > 1:
+        _run_workers(instance, todo, workers, settings.documents_per_run, summary)
+    else:
+        done = 0
+        keys = [r.partition_key for r in todo]
+        for covered, run in materialize_documents(instance, keys, settings.documents_per_run):
+            done += covered
+            if report_progress:
+                publish(ProgressEvent(OVERALL, done, len(todo)))
+            _count_run(summary, run.run_id, _materialization_metadata(run), run.success, lambda: _first_error(run))
+    return len(summary.run_ids) > runs_before and len(summary.errors) == errors_before
+
+
+def _not_current(instance, settings, stages: StageStore, todo: Sequence[DocumentRef]
+                 ) -> tuple[list[DocumentRef], list[DocumentRef]]:
+    """After the runs, the documents that are not indexed at their version as the folder holds it
+    now: (failed: a recorded failure of this version, pending: no failure, e.g. saved during the
+    run or left by a failed or interrupted run). A document that vanished meanwhile is neither
+    (the next catalog run removes it)."""
+    if not todo:
+        return [], []
+    now = []
+    for ref in todo:
+        try:
+            now.append(fingerprint_file(settings.docs_dir, ref.doc_path, max_file_bytes=settings.max_file_bytes,
+                                        known=ref))
+        except (OSError, DocumentTooLarge):
+            continue
+    stale = {r.doc_path for r in documents_to_run(instance, now, stages)}
+    failures = stages.failures(sorted(stale)) if stale else {}
+    failed, pending = [], []
+    for ref in now:
+        if ref.doc_path in stale:
+            failure = failures.get(ref.doc_path)
+            (failed if failure and failure["source_hash"] == ref.content_hash else pending).append(ref)
+    return failed, pending
 
 
 def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], success: bool, error) -> None:
@@ -286,7 +336,6 @@ def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], succe
     summary.run_ids.append(run_id)
     index_meta = meta.get("vector_index", {})
     embed_meta = meta.get("chunk_embeddings", {})
-    summary.documents_processed += int(index_meta.get("documents_processed", 0))
     summary.chunks_written += int(index_meta.get("vectors_written", 0))
     summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
     summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
