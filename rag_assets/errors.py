@@ -55,6 +55,10 @@ class VectorDBUnavailableError(RagError):
     """The vector store (Chroma) cannot be reached or opened."""
 
 
+class VectorStoreFullError(VectorDBUnavailableError):
+    """The disk under an embedded vector store has too little room for a write: nothing was written."""
+
+
 class DimensionMismatchError(ConfigurationError):
     """Vectors of one size meet a collection (or a model) of another."""
 

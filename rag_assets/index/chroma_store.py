@@ -12,18 +12,20 @@ different model is refused instead of mixing incomparable vectors.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from rag_assets.errors import ConfigurationError, DimensionMismatchError, VectorDBUnavailableError
+from rag_assets.errors import ConfigurationError, DimensionMismatchError, VectorDBUnavailableError, VectorStoreFullError
 from rag_assets.models import Chunk
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 _WRITE_BATCH = 1000
+FREE_FLOOR_BYTES = 8 * 2**20  # kept free under an embedded store (SQLite's WAL, an HNSW resize)
 _LOOKUP_DOCS = 100  # documents per `doc_path $in` lookup
 
 
@@ -92,6 +94,7 @@ class ChromaStore:
         self.collection_name = collection
         self.embedding_model = embedding_model
         self.dimension = dimension
+        self.path = None if host else Path(path)  # an embedded store's folder (its disk is ours to watch)
         try:
             import chromadb
             from chromadb.config import Settings as ChromaSettings
@@ -178,6 +181,7 @@ class ChromaStore:
             gone = sorted(set(have) - set(new_ids))
             stale.extend(gone)
             results[doc_path] = ReplaceResult(written=len(write), deleted=len(gone), unchanged=len(chunks) - len(write))
+        self.ensure_room(len(ids), sum(len(t) for t in texts) + sum(len(str(m)) for m in metas), len(stale))
         for start in range(0, len(ids), _WRITE_BATCH):
             end = start + _WRITE_BATCH
             self._call(self._collection.upsert, ids=ids[start:end], embeddings=np.stack(vecs[start:end]),
@@ -185,13 +189,37 @@ class ChromaStore:
         self.delete_ids(stale)
         return results
 
+    def ensure_room(self, vectors: int, text_bytes: int, deletes: int = 0) -> None:
+        """Refuse a write the disk under an embedded store cannot take, before Chroma starts it.
+
+        A write that runs out of disk half-way is the worst case: SQLite's log takes the records but
+        Chroma cannot apply them, every later read fails ("Failed to apply logs to the metadata
+        segment"), and the HNSW flush can block forever. So: at least twice the estimated growth
+        (measured: 6-9 KB a 384-d chunk, mostly the vector stored three times, plus its text and
+        metadata twice over for the full-text index) and FREE_FLOOR_BYTES besides must be free."""
+        if self.path is None or not (vectors or deletes):
+            return
+        need = vectors * (3 * 4 * self.dimension + 2048) + 3 * text_bytes + deletes * 512
+        try:
+            free = shutil.disk_usage(self.path).free
+        except OSError:
+            return  # cannot tell: let the write say what is wrong
+        if free < 2 * need + FREE_FLOOR_BYTES:
+            raise VectorStoreFullError(
+                f"not enough free disk for the vector store at {self.path}: {free / 2**20:.1f} MB free, this write of "
+                f"{vectors} vectors needs about {need / 2**20:.1f} MB (twice that, plus "
+                f"{FREE_FLOOR_BYTES // 2**20} MB, is kept free). Nothing was written; free space or move RAG_CHROMA_PATH, "
+                "then run `rag ingest` again")
+
     def delete_document(self, doc_path: str) -> int:
         return self.delete_documents([doc_path])[doc_path]
 
     def delete_documents(self, doc_paths: Sequence[str]) -> dict[str, int]:
         """Delete every vector of these documents (found by their doc_path metadata)."""
         existing = self._existing_many(doc_paths)
-        self.delete_ids([cid for doc in existing.values() for cid in doc])
+        ids = [cid for doc in existing.values() for cid in doc]
+        self.ensure_room(0, 0, len(ids))
+        self.delete_ids(ids)
         return {p: len(existing.get(p, {})) for p in doc_paths}
 
     def delete_ids(self, ids: Sequence[str]) -> None:
