@@ -33,7 +33,7 @@ from typing import Iterator, Sequence
 import dagster as dg
 from filelock import FileLock, Timeout
 
-from rag_assets.errors import ConfigurationError, RagError
+from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableError
 
 from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
 from rag_assets.ingest.discovery import DocumentTooLarge, discover, fingerprint_file
@@ -281,7 +281,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         "not indexed: its run failed or was interrupted; the next `rag ingest` continues")} for r in pending]
     # every discovered document is counted once: unchanged (no work), processed (current now), or failed
     summary.documents_unchanged = len(refs) - len(todo)
-    summary.documents_processed = len(todo) - len(failed) - len(pending)
+    summary.documents_processed = len(_indexed_now(settings, todo)) - len(failed) - len(pending)
     summary.documents_failed = len(catalog.errors if only_doc_paths is None else []) + len(failed) + len(pending)
     return summary
 
@@ -306,6 +306,12 @@ def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings
     return len(summary.run_ids) > runs_before and len(summary.errors) == errors_before
 
 
+def _indexed_now(settings, todo: Sequence[DocumentRef]) -> list[DocumentRef]:
+    """The documents still in the folder (one deleted during the run is the next run's removal)."""
+    root = Path(settings.docs_dir)
+    return [r for r in todo if (root / r.doc_path).exists()]
+
+
 def _not_current(instance, settings, stages: StageStore, todo: Sequence[DocumentRef]
                  ) -> tuple[list[DocumentRef], list[DocumentRef]]:
     """After the runs, the documents that are not indexed at their version as the folder holds it
@@ -321,7 +327,12 @@ def _not_current(instance, settings, stages: StageStore, todo: Sequence[Document
                                         known=ref))
         except (OSError, DocumentTooLarge):
             continue
-    stale = {r.doc_path for r in documents_to_run(instance, now, stages)}
+    try:
+        stale = {r.doc_path for r in documents_to_run(instance, now, stages)}
+    except VectorDBUnavailableError:
+        # the store went away (a Chroma server killed mid-run): judge by the recorded failures alone
+        failures = stages.failures([r.doc_path for r in now])
+        return [r for r in now if failures.get(r.doc_path, {}).get("source_hash") == r.content_hash], []
     failures = stages.failures(sorted(stale)) if stale else {}
     failed, pending = [], []
     for ref in now:
