@@ -50,6 +50,12 @@ class VectorHit:
     score: float  # cosine similarity, 1 = identical direction
 
 
+class HitList(list):
+    """Query hits; `ghosts` counts the hits dropped because their chunk was deleted meanwhile."""
+
+    ghosts: int = 0
+
+
 # chunk-level bookkeeping stored next to the document's own fields (title, module, tags, frontmatter)
 CHUNK_KEYS = frozenset({"section", "heading_breadcrumb", "chunk_index", "token_count", "content_hash",
                         "embedding_model", "oversized", "description"})
@@ -264,10 +270,15 @@ class ChromaStore:
             where=where,
             include=["documents", "metadatas", "distances"],
         )
-        return [
+        hits = HitList(
             VectorHit(chunk_id=cid, text=doc, metadata=meta, score=1.0 - float(dist))
             for cid, doc, meta, dist in zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])
-        ]
+            if meta is not None and doc is not None
+        )
+        # an embedded client's cached vector index can still hold chunks another process deleted:
+        # they come back without text or metadata. Dropped here; counted for the caller to re-open.
+        hits.ghosts = len(got["ids"][0]) - len(hits)
+        return hits
 
     def get(self, ids: Sequence[str]) -> list[VectorHit]:
         if not ids:

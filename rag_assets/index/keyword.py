@@ -334,7 +334,13 @@ class KeywordIndex:
         self.loads += 1
         return True
 
-    def _build_locked(self, generation: str) -> None:
+    def rebuild(self, generation: str) -> None:
+        """Build now from the store although a build of this generation exists: another process
+        changed the store and has not bumped the generation yet (a reader found chunks deleted)."""
+        self._bm25 = None
+        self._build_locked(generation, reuse=False)
+
+    def _build_locked(self, generation: str, reuse: bool = True) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             writable = os.access(self.root, os.W_OK)
@@ -347,7 +353,7 @@ class KeywordIndex:
             self._build(generation, publish=False)
             return
         with self._published.lock():
-            if self._load(generation):  # another process built it while we waited
+            if reuse and self._load(generation):  # another process built it while we waited
                 return
             self._build(generation)
 

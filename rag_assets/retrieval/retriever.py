@@ -148,6 +148,10 @@ class _Scope:
         return self._mask
 
 
+class _StaleKeywordBuild(Exception):
+    """Chunks the keyword index lists were deleted from the store: rebuild it, query again."""
+
+
 @dataclass
 class Retrieval:
     """One search: the results plus how they were obtained."""
@@ -179,6 +183,7 @@ class Retriever:
         self._embeddings = LRUCache(max(self.settings.query_cache_size, 64))
         self._generation: str | None = None
         self._reopen_lock = threading.Lock()
+        self._tolerant = threading.local()  # on: a query retried after a stale keyword build
         self.reopens = 0  # Chroma clients re-opened because another process changed the index
 
     @classmethod
@@ -213,15 +218,34 @@ class Retriever:
         top_k = validate_top_k(top_k)
         filters = Filters.parse(filters)
         generation = self.follow_index()
-        with self.keyword.pinned(generation):
-            scope = self._scope(filters) if filters else None
-            if scope is not None and not scope.documents:
-                return Retrieval(mode, [])
-            if mode is RetrievalMode.VECTOR:
-                return self._vector(query, top_k, scope)
-            if mode is RetrievalMode.KEYWORD:
-                return self._keyword(query, top_k, scope)
-            return self._hybrid(query, top_k, scope)
+        try:
+            with self.keyword.pinned(generation):
+                return self._retrieve(query, mode, top_k, filters)
+        except _StaleKeywordBuild:
+            pass
+        # another process is replacing documents: it deleted chunks the keyword index (built for
+        # this generation) still lists, and has not bumped the generation yet. Its new chunks are in
+        # the store already, so a fresh view and a build from it find them.
+        if not self.settings.chroma_host:
+            with self._reopen_lock:
+                self._reopen_store()
+        self.keyword.rebuild(generation)
+        self._tolerant.on = True
+        try:
+            with self.keyword.pinned(generation):
+                return self._retrieve(query, mode, top_k, filters)
+        finally:
+            self._tolerant.on = False
+
+    def _retrieve(self, query: str, mode: RetrievalMode, top_k: int, filters) -> Retrieval:
+        scope = self._scope(filters) if filters else None
+        if scope is not None and not scope.documents:
+            return Retrieval(mode, [])
+        if mode is RetrievalMode.VECTOR:
+            return self._vector(query, top_k, scope)
+        if mode is RetrievalMode.KEYWORD:
+            return self._keyword(query, top_k, scope)
+        return self._hybrid(query, top_k, scope)
 
     def _scope(self, filters: Filters) -> "_Scope":
         """The documents the filters select, from the keyword index's document table (or, when that
@@ -268,9 +292,16 @@ class Retriever:
 
     # ------------------------------------------------------------------------------------------
     def _dense(self, vector: np.ndarray, depth: int, scope: "_Scope | None") -> list[VectorHit]:
-        if scope is None:
-            return self.store.query(vector, top_k=depth)
-        return self.store.query(vector, top_k=depth, doc_paths=sorted(scope.documents))
+        doc_paths = sorted(scope.documents) if scope is not None else None
+        hits = self.store.query(vector, top_k=depth, doc_paths=doc_paths)
+        if getattr(hits, "ghosts", 0) and not self.settings.chroma_host:
+            # another process is replacing documents: it deleted chunks this client's cached index
+            # still returns. Their replacements were written first, so a fresh view has them (a
+            # document is old or new, never neither, while it is replaced)
+            with self._reopen_lock:
+                self._reopen_store()
+            hits = self.store.query(vector, top_k=depth, doc_paths=doc_paths)
+        return hits
 
     def _exact_dense(self, vector: np.ndarray, depth: int, scope: "_Scope | None"):
         """A filtered query's dense list: exact cosines over the selected rows, from the keyword
@@ -288,9 +319,9 @@ class Retriever:
         if exact is not None:
             rows, sims = exact
             candidates = [self._keyword_candidate(int(r), float(c), 0.0, score=float(c)) for r, c in zip(rows, sims)]
-            ranked = diversify_candidates(candidates, top_k, self.ranking.max_per_page)
             cos = {c.chunk_id: c.dense for c in candidates}
-            results = self._results(ranked, {}, vector, cos)
+            results = self._present(candidates, lambda cs: diversify_candidates(cs, top_k, self.ranking.max_per_page),
+                                    {}, vector, cos)
             return Retrieval(RetrievalMode.VECTOR, results, dense_candidates=len(candidates))
         hits = self._dense(vector, candidate_depth(top_k), scope)
         by_id = {h.chunk_id: h for h in hits}
@@ -303,9 +334,10 @@ class Retriever:
         if scope is not None:
             hits = [h for h in hits if self.keyword.table(h.row).doc_path in scope.documents]
         candidates = [self._keyword_candidate(h.row, 0.0, h.score, score=h.score) for h in hits]
-        ranked = diversify_candidates(candidates, top_k, self.ranking.max_per_page)
         vector = self.embed_query(query)
-        results = self._results(ranked, {}, vector, self.keyword.cosines(vector, [c.chunk_id for c in ranked]))
+        cosines = self.keyword.cosines(vector, [c.chunk_id for c in candidates])
+        results = self._present(candidates, lambda cs: diversify_candidates(cs, top_k, self.ranking.max_per_page),
+                                {}, vector, cosines)
         return Retrieval(RetrievalMode.KEYWORD, results, keyword_candidates=len(hits))
 
     def _hybrid(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
@@ -351,9 +383,11 @@ class Retriever:
             held = len(self.keyword.rare_terms(query, int(r), RARE_TERM_MAX_CHUNKS))
             if held > most:
                 rare_hit, most = self.keyword.chunk_id(int(r)), held
-        ranked = rank_hybrid(candidates, dense_reference, keyword_reference, lambda head: self._heading_scores(query, head),
-                             self.ranking, top_k, rare_term_hit=rare_hit)
-        results = self._results(ranked, {h.chunk_id: h for h in dense}, vector, cosines)
+        results = self._present(
+            candidates,
+            lambda cs: rank_hybrid(cs, dense_reference, keyword_reference, lambda head: self._heading_scores(query, head),
+                                   self.ranking, top_k, rare_term_hit=rare_hit),
+            {h.chunk_id: h for h in dense}, vector, cosines)
         weights = (self.ranking.dense_weight, self.ranking.keyword_weight)
         return Retrieval(RetrievalMode.HYBRID, results, fallback, weights, len(dense_scores), len(keyword_rows))
 
@@ -369,6 +403,22 @@ class Retriever:
         if known:
             out[known] = self.keyword.heading_scores(query, [rows[i] for i in known])
         return out
+
+    def _present(self, candidates: list[Candidate], rank, hits: dict[str, VectorHit], vector: np.ndarray,
+                 cosines: dict[str, float]) -> list[SearchResult]:
+        """Rank, then fetch the texts. A chunk deleted from the store since the keyword index was
+        built (another process is replacing its document, new chunks written first) is dropped and
+        the ranking redone, so it never takes the place of a live one."""
+        for _ in range(3):
+            ranked = rank(candidates)
+            results = self._results(ranked, hits, vector, cosines)
+            if len(results) == len(ranked):
+                break
+            if not getattr(self._tolerant, "on", False):
+                raise _StaleKeywordBuild()
+            gone = {c.chunk_id for c in ranked} - {r.chunk_id for r in results}
+            candidates = [c for c in candidates if c.chunk_id not in gone]
+        return results
 
     def _results(self, ranked, hits: dict[str, VectorHit], vector: np.ndarray, cosines: dict[str, float]) -> list[SearchResult]:
         """Ranked candidates as results: texts from the dense hits, the rest fetched from the store."""
