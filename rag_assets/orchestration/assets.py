@@ -201,11 +201,17 @@ def _result(
         **extra,
     }
     keys = context.partition_keys
-    # Dagster copies a range run's metadata into every partition's event: a large run keeps it to
-    # the summary (its log names every failure), a small one also gets per-document details
+    # Dagster copies a run's MaterializeResult metadata into every partition's event (two rows each,
+    # run and index database): a large range run puts its summary on its last partition only (its
+    # log names every failure); a small one also gets per-document details
     small = len(keys) <= _PER_PARTITION_METADATA_MAX
     if report.failed:
         metadata["errors"] = dg.MetadataValue.json(report.errors[: 200 if small else 20])
+    if not small:
+        context.add_asset_metadata(metadata, partition_key=keys[-1])
+        context.log.info(f"{report.stage} over {len(keys)} documents: " + ", ".join(
+            f"{k}={v}" for k, v in metadata.items() if isinstance(v, (int, float, str))))
+        return dg.MaterializeResult(check_results=list(check_results))
     if len(keys) == 1 and report.per_document:
         metadata.update(next(iter(report.per_document.values())))
     elif report.per_document and small:

@@ -119,10 +119,11 @@ def _holding(lock: FileLock, who: str):
 
 
 def _metadata_by_asset(materializations) -> dict[str, dict]:
-    """asset name -> metadata values of its (first) materialization among these."""
+    """asset name -> metadata values of its materializations among these (a range run's summary
+    is on one partition's event, the same on each of a small run's)."""
     out: dict[str, dict] = {}
     for mat in materializations:
-        out.setdefault(mat.asset_key.to_user_string(), {k: v.value for k, v in mat.metadata.items()})
+        out.setdefault(mat.asset_key.to_user_string(), {}).update({k: v.value for k, v in mat.metadata.items()})
     return out
 
 
