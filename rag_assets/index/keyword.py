@@ -337,7 +337,6 @@ class KeywordIndex:
     def rebuild(self, generation: str) -> None:
         """Build now from the store although a build of this generation exists: another process
         changed the store and has not bumped the generation yet (a reader found chunks deleted)."""
-        self._bm25 = None
         self._build_locked(generation, reuse=False)
 
     def _build_locked(self, generation: str, reuse: bool = True) -> None:

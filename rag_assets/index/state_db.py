@@ -114,7 +114,6 @@ class StateDB:
     def __init__(self, url: str):
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        self.read_only = False  # opened as an immutable snapshot: the file's folder cannot be written
         try:
             self.engine = _create_engine(url, self.is_sqlite)
             try:
@@ -126,7 +125,6 @@ class StateDB:
                 # in a read-only folder (a read-only mount): read the file as an immutable snapshot
                 self.engine.dispose()
                 self.engine = _create_engine(_immutable_url(self.path), True, read_only=True)
-                self.read_only = True
                 self._create_tables()
         except sa.exc.ArgumentError as exc:
             raise ConfigurationError(f"RAG_STATE_URL is not a database URL SQLAlchemy understands: {exc}") from None

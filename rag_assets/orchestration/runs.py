@@ -259,13 +259,13 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         publish(ProgressEvent(OVERALL, 0, len(todo)))
     before = {t.doc_path: t.content_hash for t in todo}
     all_ran = _run_documents(instance, todo, workers, settings, summary)
-    failed, pending = _not_current(instance, settings, stages, todo)
+    failed, pending, vanished = _not_current(instance, settings, stages, todo)
     changed = [r for r in pending if r.content_hash != before[r.doc_path]]
     if changed and all_ran:
         # saved while the run read them: each stage acts on the file as it is, so a stage after
         # the edit skipped the new version. Once more for those, so the ingest ends current.
         all_ran = _run_documents(instance, changed, 1, settings, summary, report_progress=False)
-        failed, pending = _not_current(instance, settings, stages, todo)
+        failed, pending, vanished = _not_current(instance, settings, stages, todo)
     if only_doc_paths is None:
         # every document current now? then the next `rag ingest` can say so without Dagster (noop_check)
         runs_state = run_storage_state()
@@ -282,7 +282,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         "not indexed: its run failed or was interrupted; the next `rag ingest` continues")} for r in pending]
     # every discovered document is counted once: unchanged (no work), processed (current now), or failed
     summary.documents_unchanged = len(refs) - len(todo)
-    summary.documents_processed = len(_indexed_now(settings, todo)) - len(failed) - len(pending)
+    summary.documents_processed = len(todo) - vanished - len(failed) - len(pending)
     summary.documents_failed = len(catalog.errors if only_doc_paths is None else []) + len(failed) + len(pending)
     return summary
 
@@ -307,40 +307,36 @@ def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings
     return len(summary.run_ids) > runs_before and len(summary.errors) == errors_before
 
 
-def _indexed_now(settings, todo: Sequence[DocumentRef]) -> list[DocumentRef]:
-    """The documents still in the folder (one deleted during the run is the next run's removal)."""
-    root = Path(settings.docs_dir)
-    return [r for r in todo if (root / r.doc_path).exists()]
-
-
 def _not_current(instance, settings, stages: StageStore, todo: Sequence[DocumentRef]
-                 ) -> tuple[list[DocumentRef], list[DocumentRef]]:
+                 ) -> tuple[list[DocumentRef], list[DocumentRef], int]:
     """After the runs, the documents that are not indexed at their version as the folder holds it
     now: (failed: a recorded failure of this version, pending: no failure, e.g. saved during the
-    run or left by a failed or interrupted run). A document that vanished meanwhile is neither
-    (the next catalog run removes it)."""
-    if not todo:
-        return [], []
-    now = []
+    run or left by a failed or interrupted run, and how many vanished meanwhile: neither, the next
+    catalog run removes them)."""
+    now, vanished = [], 0
     for ref in todo:
         try:
             now.append(fingerprint_file(settings.docs_dir, ref.doc_path, max_file_bytes=settings.max_file_bytes,
                                         known=ref))
+        except FileNotFoundError:
+            vanished += 1
         except (OSError, DocumentTooLarge):
             continue
+    if not now:
+        return [], [], vanished
     try:
         stale = {r.doc_path for r in documents_to_run(instance, now, stages)}
     except VectorDBUnavailableError:
         # the store went away (a Chroma server killed mid-run): judge by the recorded failures alone
         failures = stages.failures([r.doc_path for r in now])
-        return [r for r in now if failures.get(r.doc_path, {}).get("source_hash") == r.content_hash], []
+        return [r for r in now if failures.get(r.doc_path, {}).get("source_hash") == r.content_hash], [], vanished
     failures = stages.failures(sorted(stale)) if stale else {}
     failed, pending = [], []
     for ref in now:
         if ref.doc_path in stale:
             failure = failures.get(ref.doc_path)
             (failed if failure and failure["source_hash"] == ref.content_hash else pending).append(ref)
-    return failed, pending
+    return failed, pending, vanished
 
 
 def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], success: bool, error) -> None:

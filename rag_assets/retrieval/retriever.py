@@ -226,9 +226,7 @@ class Retriever:
         # another process is replacing documents: it deleted chunks the keyword index (built for
         # this generation) still lists, and has not bumped the generation yet. Its new chunks are in
         # the store already, so a fresh view and a build from it find them.
-        if not self.settings.chroma_host:
-            with self._reopen_lock:
-                self._reopen_store()
+        self._reopen_embedded_store()
         self.keyword.rebuild(generation)
         self._tolerant.on = True
         try:
@@ -281,6 +279,14 @@ class Retriever:
             self._generation = generation
         return generation
 
+    def _reopen_embedded_store(self) -> bool:
+        """Re-open an embedded Chroma client (a server is always current); True when it did."""
+        if self.settings.chroma_host:
+            return False
+        with self._reopen_lock:
+            self._reopen_store()
+        return True
+
     def _reopen_store(self) -> None:
         old = self.store
         old.close()
@@ -294,12 +300,10 @@ class Retriever:
     def _dense(self, vector: np.ndarray, depth: int, scope: "_Scope | None") -> list[VectorHit]:
         doc_paths = sorted(scope.documents) if scope is not None else None
         hits = self.store.query(vector, top_k=depth, doc_paths=doc_paths)
-        if getattr(hits, "ghosts", 0) and not self.settings.chroma_host:
+        if getattr(hits, "ghosts", 0) and self._reopen_embedded_store():
             # another process is replacing documents: it deleted chunks this client's cached index
             # still returns. Their replacements were written first, so a fresh view has them (a
             # document is old or new, never neither, while it is replaced)
-            with self._reopen_lock:
-                self._reopen_store()
             hits = self.store.query(vector, top_k=depth, doc_paths=doc_paths)
         return hits
 
