@@ -77,6 +77,8 @@ class Block:
     heading_level: int | None = None  # 1-6 for headings
     start_line: int | None = None  # 0-based line within the body
     unclosed: bool = False  # a code fence that never closed (kept, flagged)
+    # what kind of admonition or tab this is: "note", "warning", "tab" … (None for other blocks)
+    label: str | None = None
 
 
 @dataclass
@@ -111,6 +113,7 @@ class IngestSummary:
     embeddings_reused: int = 0
     vectors_deleted: int = 0
     chunks_truncated: int = 0  # chunks longer than the model's input: embedded from their start only
+    blocks_split: int = 0  # code/table blocks over the chunk limit, split at line boundaries into pieces that fit
     errors: list[dict] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
