@@ -55,6 +55,9 @@ class Settings:
     chroma_port: int = 8000
     # discovery / parsing
     max_file_bytes: int = 5_000_000
+    # snippet files (imported by MDX pages, or under snippets/) are shown inside the pages that import
+    # them; True also indexes each as a page of its own
+    index_snippets: bool = False
     # document metadata (rag_assets.ingest.document_metadata): doc_type when the frontmatter has none
     # ("" = the first folder); frontmatter keys a document must have ("source,doc_type,..."); allowed doc_types
     default_doc_type: str = ""
@@ -228,6 +231,7 @@ ENV_VARS: dict[str, str] = {
     "chroma_host": "CHROMA_HOST",
     "chroma_port": "CHROMA_PORT",
     "max_file_bytes": "RAG_MAX_FILE_BYTES",
+    "index_snippets": "RAG_INDEX_SNIPPETS",
     "default_doc_type": "RAG_DEFAULT_DOC_TYPE",
     "code_documents_folder": "RAG_CODE_DOCUMENTS_FOLDER",
     "required_metadata": "RAG_REQUIRED_METADATA",

@@ -18,14 +18,20 @@ class DocumentRef:
     chapter: str | None  # second folder level
     size_bytes: int
     mtime: float
-    content_hash: str  # sha-256 of the file's bytes
+    # sha-256 of the file's bytes; for a page that imports snippet files, a hash over its own bytes
+    # and theirs (rag_assets.ingest.snippets), so editing a snippet re-ingests the pages that show it
+    content_hash: str
     # what the file looked like when hashed: a later stat that matches needs no re-hash
     mtime_ns: int = 0
     inode: int = 0
+    file_hash: str = ""  # sha-256 of the file's own bytes ("" = content_hash)
+    imports: str = ""  # local markdown files it imports, as written in the file, "\n"-separated
 
     def stat_matches(self, st) -> bool:
         """The file behind this ref is (as far as a stat can tell) the version that was hashed."""
-        return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size_bytes, self.mtime_ns, self.inode) and self.mtime_ns != 0
+        # a ref recorded before file_hash/imports existed is read again once, to learn them
+        return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size_bytes, self.mtime_ns, self.inode) and self.mtime_ns != 0 \
+            and self.file_hash != ""
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,13 @@ catalog_documents = sa.Table(
     sa.Column("mtime_ns", sa.BigInteger, nullable=False, default=0),
     sa.Column("inode", sa.BigInteger, nullable=False, default=0),
     sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("file_hash", sa.String(64), nullable=False, default=""),
+    sa.Column("imports", sa.Text, nullable=False, default=""),
+)
+# Columns added after a table was first created: (table, column, SQL type and default), added in place.
+_ADDED_COLUMNS = (
+    ("catalog_documents", "file_hash", "VARCHAR(64) NOT NULL DEFAULT ''"),
+    ("catalog_documents", "imports", "TEXT NOT NULL DEFAULT ''"),
 )
 
 catalog_errors = sa.Table(
@@ -106,6 +113,19 @@ state_meta = sa.Table(
     sa.Column("key", sa.String(200), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
+
+
+def _missing_columns(conn) -> list[tuple[str, str, str]]:
+    inspector = sa.inspect(conn)
+    tables = set(inspector.get_table_names())
+    columns = {t: {c["name"] for c in inspector.get_columns(t)} for t in {t for t, _, _ in _ADDED_COLUMNS} & tables}
+    return [(t, c, ddl) for t, c, ddl in _ADDED_COLUMNS if t in columns and c not in columns[t]]
+
+
+def _add_columns(conn) -> None:
+    """A database made by an earlier version gains the columns added since (tables keep their rows)."""
+    for table, column, ddl in _missing_columns(conn):
+        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
 
 
 class StateDB:
@@ -150,16 +170,19 @@ class StateDB:
         if self.is_sqlite:
             with self.read() as conn:
                 present = set(sa.inspect(conn).get_table_names())
-            if present >= set(metadata.tables) and self.get_meta("schema_version"):
+                missing = _missing_columns(conn)
+            if present >= set(metadata.tables) and not missing and self.get_meta("schema_version"):
                 return  # nothing to create: a reader must not need write access
             with self.write() as conn:
                 metadata.create_all(conn)
+                _add_columns(conn)
                 self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
             return
         # several workers starting at once: one creates, the others wait on the advisory lock
         with self.engine.begin() as conn:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
             metadata.create_all(conn)
+            _add_columns(conn)
             self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
 
     def _file_identity(self) -> tuple[int, int] | None:

@@ -7,8 +7,9 @@ document path: both are reported (never silently dropped) and not indexed; symli
 they resolve inside the docs folder (a link pointing outside is refused and reported, a link loop
 is visited once); files over the size limit are reported, not read; anything that is not a
 regular file (a FIFO, socket or device named .md) is reported and never opened for reading, since
-reading a FIFO blocks forever. The content hash is the sha-256 of the file's bytes, read in blocks
-so a large file never sits in memory whole.
+reading a FIFO blocks forever. The content hash is the sha-256 of the file's bytes (read in blocks; one
+file, at most RAG_MAX_FILE_BYTES, is held while its imports are looked for), combined with the hashes
+of the snippet files it imports (rag_assets.ingest.snippets).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as stat_mod
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from rag_assets.ingest import snippets
 from rag_assets.models import Catalog, DiscoveryError, DocumentRef
 
 MARKDOWN_SUFFIXES = (".md", ".mdx")
@@ -26,9 +29,12 @@ _INVALID_KEY_SUBSTRINGS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0"
 _INVALID_KEY_CHARS = ("|", ",", "[", "]")
 
 
-def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog | None = None) -> Catalog:
-    """Every markdown file, fingerprinted. With `known` (an earlier catalog), a file whose size,
-    mtime and inode match its earlier fingerprint is not read again."""
+def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog | None = None,
+             index_snippets: bool = False) -> Catalog:
+    """Every markdown page, fingerprinted. With `known` (an earlier catalog), a file whose size,
+    mtime and inode match its earlier fingerprint is not read again. Snippet files (imported by
+    other files, or under snippets/) are not pages unless `index_snippets`; a page's content hash
+    covers the files it imports (rag_assets.ingest.snippets)."""
     paths, errors = iter_markdown_files(docs_dir)
     root = Path(docs_dir).resolve()
     earlier = {d.doc_path: d for d in known.documents} if known is not None and known.docs_dir == str(root) else {}
@@ -49,6 +55,7 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
         except OSError as exc:
             errors.append(DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}"))
     documents.sort(key=lambda d: d.doc_path)
+    documents = snippets.apply_to_catalog(documents, index_snippets)
     return Catalog(docs_dir=str(root), documents=documents, errors=errors)
 
 
@@ -170,6 +177,7 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
     check_regular_file(path.stat(), max_file_bytes)  # refuse before opening anything
     digest = hashlib.sha256()
     fh, stat = open_regular(path, max_file_bytes)
+    blocks: list[bytes] = []  # kept to look for imports (files are at most max_file_bytes)
     with fh:
         size = 0
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -179,6 +187,11 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
                     f"file grew past the {max_file_bytes:,}-byte limit while being read (raise RAG_MAX_FILE_BYTES to index it)"
                 )
             digest.update(block)
+            blocks.append(block)
+    data = b"".join(blocks)
+    imports = ""
+    if b"import" in data or b"<Snippet" in data:
+        imports = "\n".join(snippets.import_sources(data.decode("utf-8", errors="replace")))
     parts = PurePosixPath(doc_path).parts
     return DocumentRef(
         doc_path=doc_path,
@@ -191,6 +204,8 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
         content_hash=digest.hexdigest(),
         mtime_ns=stat.st_mtime_ns,
         inode=stat.st_ino,
+        file_hash=digest.hexdigest(),
+        imports=imports,
     )
 
 
@@ -205,12 +220,18 @@ def fingerprint_file(
     path = root / doc_path
     if not path.resolve(strict=True).is_relative_to(root):
         raise OSError(f"{doc_path}: symlink resolves outside the docs folder; refused")
+    ref = None
     if known is not None and known.doc_path == doc_path:
         st = path.stat()
         if known.stat_matches(st):
             check_regular_file(st, max_file_bytes)
-            return known
-    return _fingerprint(path, doc_path, max_file_bytes)
+            ref = known
+    ref = ref or _fingerprint(path, doc_path, max_file_bytes)
+    if not ref.imports:
+        return ref
+    # the files it imports, as they are now (a known fingerprint's hash covers them as they were)
+    files = snippets.read_closure(root, doc_path, ref.imports, max_file_bytes)
+    return replace(ref, content_hash=snippets.closure_hash(ref, files))
 
 
 def partition_key_for(doc_path: str) -> str:

@@ -45,8 +45,11 @@ class MetadataPolicy:
 
     @property
     def fingerprint(self) -> str:
-        """Part of the parse stage's fingerprint: a changed policy re-parses (and re-validates)."""
-        return f"meta-v1:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}"
+        """The parse stage's fingerprint: a changed policy re-parses (and re-validates), and so does a new
+        MDX renderer (rag_assets.ingest.mdx), whose output is the parsed body."""
+        from rag_assets.ingest.mdx import RENDER_VERSION
+
+        return f"meta-v1:{RENDER_VERSION}:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}"
 
 
 def _iso_date(value) -> str | None:

@@ -25,6 +25,7 @@ from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import RagError
 from rag_assets.ingest.document_metadata import MetadataPolicy, complete
 from rag_assets.ingest.frontmatter import read_document
+from rag_assets.ingest.snippets import render_page
 from rag_assets.ingest.ids import assign_ids, distinct_chunks
 from rag_assets.index.generation import bump_generation
 from rag_assets.ingest.stages import chunking_fingerprint
@@ -48,7 +49,7 @@ def index_folder(
     fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
                                        policy.fingerprint)
     store = ChromaStore.for_settings(settings, embedder)
-    catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes)
+    catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets)
     known = _read_manifest(manifest)
     current: dict[str, str] = {}
     errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors]
@@ -60,7 +61,7 @@ def index_folder(
             stats["unchanged"] += 1
             continue
         try:
-            doc = complete(read_document(ref), ref, policy)
+            doc = complete(render_page(read_document(ref), ref, settings.max_file_bytes)[0], ref, policy)
             chunks = distinct_chunks(assign_ids(
                 chunk_document(doc, split_markdown(doc.body), counter, config, fits=embedder.fits)))
         except RagError as exc:  # one bad document must not stop the others

@@ -70,7 +70,7 @@ def read_document(ref: DocumentRef) -> ParsedDocument:
         raise DocumentError(ref.doc_path, "file vanished after discovery") from None
     except OSError as exc:
         raise DocumentError(ref.doc_path, f"cannot read file: {exc.strerror or exc}") from None
-    if len(data) != ref.size_bytes or hashlib.sha256(data).hexdigest() != ref.content_hash:
+    if len(data) != ref.size_bytes or hashlib.sha256(data).hexdigest() != (ref.file_hash or ref.content_hash):
         raise DocumentError(ref.doc_path, "file changed while being ingested; the next run indexes the new version")
     return parse_document(decode(data, ref.doc_path), ref)
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from rag_assets.ingest import document_metadata
 from rag_assets.ingest.document_metadata import MetadataPolicy
-from rag_assets.ingest import frontmatter, ids, markdown
+from rag_assets.ingest import frontmatter, ids, markdown, mdx, snippets
 from rag_assets.ingest.chunking import ChunkingConfig, chunk_document
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import DocumentError, EmbeddingServiceUnavailable, VectorDBUnavailableError
@@ -55,6 +55,8 @@ EMBED_CALL_TEXTS = 256
 # Chunks per batched Chroma replace (several documents in one lookup/upsert/delete).
 INDEX_GROUP_CHUNKS = 2000
 REPLACING = "replacing"  # an index record's fingerprint while its document's vectors are replaced
+# The splitter's version (and the MDX renderer's, whose output it splits): a new one re-splits every document.
+SPLIT_FINGERPRINT = f"blocks-v2:{mdx.RENDER_VERSION}"
 
 
 @dataclass
@@ -83,7 +85,7 @@ class Fingerprints:
     parsed: str = MetadataPolicy().fingerprint  # the metadata policy documents were completed with
 
     def of(self, stage: str) -> str:
-        return {PARSED: self.parsed, BLOCKS: "", CHUNKS: self.chunks, EMBEDDED: self.embedded, INDEXED: self.indexed}[stage]
+        return {PARSED: self.parsed, BLOCKS: SPLIT_FINGERPRINT, CHUNKS: self.chunks, EMBEDDED: self.embedded, INDEXED: self.indexed}[stage]
 
 
 STALE_ORDER = (PARSED, BLOCKS, CHUNKS, EMBEDDED, INDEXED)
@@ -195,15 +197,21 @@ def _commit(stages: StageStore, stage: str, report: StageReport, results: list, 
 
 # 1-2. frontmatter -----------------------------------------------------------------------------
 def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporter = no_progress,
-              policy: MetadataPolicy = MetadataPolicy()) -> StageReport:
-    """Frontmatter parsed and the guaranteed metadata filled in (rag_assets.ingest.document_metadata);
-    a document that misses required metadata fails by name (InvalidDocumentError)."""
+              policy: MetadataPolicy = MetadataPolicy(), max_file_bytes: int = 5_000_000) -> StageReport:
+    """Frontmatter parsed, MDX rendered with imported snippets expanded (rag_assets.ingest.snippets),
+    and the guaranteed metadata filled in (rag_assets.ingest.document_metadata); a document that
+    misses required metadata fails by name (InvalidDocumentError)."""
     def work(ref: DocumentRef, _):
-        doc = document_metadata.complete(frontmatter.read_document(ref), ref, policy)
-        return asdict(doc), {"title": doc.title, "tags": len(doc.tags), "body_chars": len(doc.body)}
+        doc, mdx_stats = snippets.render_page(frontmatter.read_document(ref), ref, max_file_bytes)
+        doc = document_metadata.complete(doc, ref, policy)
+        return asdict(doc), {"title": doc.title, "tags": len(doc.tags), "body_chars": len(doc.body), **mdx_stats}
 
     report = _run_each(PARSED, refs, stages, policy.fingerprint, [], work, progress)
-    report.stats = {"documents_parsed": len(report.processed)}
+    report.stats = {
+        "documents_parsed": len(report.processed),
+        "snippets_expanded": sum(d.get("snippets_expanded", 0) for d in report.per_document.values()),
+        "mdx_warnings": sum(d.get("mdx_warnings", 0) for d in report.per_document.values()),
+    }
     return report
 
 
@@ -221,7 +229,7 @@ def run_split(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
         unclosed += flagged
         return blocks_to_list(blocks), {**{f"blocks_{k}": v for k, v in by_type.items()}, "unclosed_blocks": flagged}
 
-    report = _run_each(BLOCKS, refs, stages, "", [(PARSED, "")], work, progress)
+    report = _run_each(BLOCKS, refs, stages, SPLIT_FINGERPRINT, [(PARSED, "")], work, progress)
     report.stats = {f"blocks_{k}": v for k, v in sorted(totals.items())}
     report.stats["blocks_total"] = sum(totals.values())
     report.stats["unclosed_blocks"] = unclosed
@@ -234,7 +242,7 @@ def chunking_fingerprint(config: ChunkingConfig, encoding: str, model_name: str,
     # chunks carry the document's metadata: a new metadata policy re-makes them (the embedding cache,
     # keyed by text, keeps the vectors)
     return (
-        f"chunks-v4:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
+        f"chunks-v5:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
         f"{config.overlap_tokens}:{model_name}:{max_input_tokens}:{metadata}"
     )
 
@@ -263,7 +271,7 @@ def run_chunk(
         oversized += big
         return [asdict(c) for c in chunks], {"chunks": len(chunks), **_token_stats(counts), "oversized_chunks": big}
 
-    report = _run_each(CHUNKS, refs, stages, fingerprint, [(BLOCKS, ""), (PARSED, "")], work, progress)
+    report = _run_each(CHUNKS, refs, stages, fingerprint, [(BLOCKS, SPLIT_FINGERPRINT), (PARSED, "")], work, progress)
     report.stats = {"chunks": len(token_counts), **_token_stats(token_counts), "oversized_chunks": oversized}
     return report
 

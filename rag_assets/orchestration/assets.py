@@ -86,7 +86,7 @@ def document_catalog(
     settings = current_settings()
     started = time.perf_counter()
     try:
-        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes)
+        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets)
     except FileNotFoundError as exc:
         raise dg.Failure(description=f"{exc}; nothing was removed from the index") from None
     stages = StageStore.for_settings(settings)
@@ -240,7 +240,7 @@ def parsed_documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     settings = current_settings()
     stages = StageStore.for_settings(settings)
     refs = _refs(context, settings, stages)
-    report = run_parse(refs, stages, _reporter(context), MetadataPolicy.from_settings(settings))
+    report = run_parse(refs, stages, _reporter(context), MetadataPolicy.from_settings(settings), settings.max_file_bytes)
     stages.refresh_catalog(refs)  # a file edited since the catalog run is known as it is now
     return _result(context, report)
 

@@ -146,7 +146,7 @@ def quick_noop(settings: Settings) -> IngestSummary | None:
         stored = stages.read_catalog()
         if stored is None:
             return None
-        seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=stored)
+        seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets, known=stored)
         if catalog_run_needed(stored, seen) or noop_token(settings, seen, runs, stages) != recorded:
             return None
         # touched files (new mtime, same content): remember how they look now

@@ -225,7 +225,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     stored = stages.read_catalog()
     # A look at the folder first (a file whose size, mtime and inode did not change is not re-read):
     # the catalog run only when files appeared or vanished.
-    seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=stored)
+    seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets, known=stored)
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
     ran_catalog = catalog_run_needed(stored, seen) or set(
         instance.get_dynamic_partitions(documents_partitions.name)) != {d.partition_key for d in seen.documents}

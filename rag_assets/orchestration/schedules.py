@@ -36,7 +36,7 @@ def nightly_reconcile(context: dg.ScheduleEvaluationContext):
     settings = current_settings()
     stages = StageStore.for_settings(settings)
     try:
-        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=stages.read_catalog())
+        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets, known=stages.read_catalog())
     except FileNotFoundError as exc:
         context.log.warning(f"{exc}: only the catalog run (which refuses to empty the index) is requested")
         return requests

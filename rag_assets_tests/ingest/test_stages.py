@@ -60,7 +60,7 @@ def test_stale_documents_says_why_and_reads_no_payload(corpus, local_embedder):
     fingerprints = Fingerprints(chunks="c1", embedded="m", indexed="ix")
     assert set(stale_documents(refs, stages, fingerprints).values()) == {"new"}
     for ref in refs:
-        for stage, fp in ((PARSED, fingerprints.of(PARSED)), ("blocks", ""), (CHUNKS, "c1"), (EMBEDDED, "m"), (INDEXED, "ix")):
+        for stage, fp in ((PARSED, fingerprints.of(PARSED)), ("blocks", fingerprints.of("blocks")), (CHUNKS, "c1"), (EMBEDDED, "m"), (INDEXED, "ix")):
             stages.write(stage, ref.doc_path, ref.content_hash, {"big": "payload"}, fp)
     assert stale_documents(refs, stages, fingerprints) == {}
     a, b, c, d = refs[:4]

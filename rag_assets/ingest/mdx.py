@@ -1,0 +1,566 @@
+"""MDX (and HTML in markdown) turned into the markdown a reader of the rendered page sees.
+
+Documentation sites built with Docusaurus, Mintlify or Nextra write pages in MDX: markdown plus ESM
+``import``/``export`` statements, JSX components (``<Card title="…">``, ``<Tabs>``, ``<Note>``) and
+``{/* comments */}``. Indexed as text, those tags and import lines become tokens no question contains,
+and a code example that lives in an imported snippet file is a bare ``<CodeSamplesX />``.
+
+`render_mdx` is an MDX-aware pass over a page body (frontmatter already removed):
+
+- fenced code is copied verbatim, and nothing inside an inline code span is touched;
+- ESM statements at the start of a line (``import … from '…'`` over one or more lines, ``export
+  const|default|function …`` up to the next blank line) are dropped; local imports of ``.md``/``.mdx``
+  files bind a component name to a snippet;
+- a JSX/HTML tag is lexed as a tag (name, attributes with quoted, ``{expression}`` or bare values,
+  ``/>``), not matched by a pattern, so a ``>`` inside ``{…}`` or a string never ends it; the tags
+  go and their children stay; attribute values that are prose (``title``, ``label``, ``alt`` …) stay
+  as text; a component bound to a snippet import (or Mintlify's ``<Snippet file="…"/>``) is replaced
+  by the snippet's own rendered content;
+- callout components (``<Note>``, ``<Warning>``, ``<Admonition type="tip">`` …) that stand on their
+  own lines become ``:::note`` … ``:::`` admonitions, so the splitter keeps each one as a block
+  labelled by its type;
+- lines that sat inside a component are dedented together (a component's children are indented in
+  the source; left indented they would read as indented code);
+- HTML comments and ``{/* … */}`` comments are dropped.
+
+Anything that does not lex as a tag (``a < b``, ``List<T`` without an end, ``<https://…>``
+autolinks) stays text. Problems a site's own build would reject (an unclosed or stray closing tag,
+a snippet that cannot be read) never fail the page: the text degrades to what was there and a
+warning names the file. No I/O here: snippets come through the `load_snippet` callback.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+RENDER_VERSION = "mdx-v1"  # part of the parse and split fingerprints: a new renderer re-parses every page
+
+# ESM: an import statement is complete once it names its source; an export runs to a blank line.
+_IMPORT_START = re.compile(r"^import(?=[\s{*'\"])")
+_IMPORT_COMPLETE = re.compile(r"""(?:\bfrom\s*|^import\s*)(['"])([^'"\n]+)\1\s*;?\s*$""")
+_EXPORT_START = re.compile(r"^export\s+(?:const|let|var|function|default|class|async|\{|\*)")
+_IMPORT_DEFAULT = re.compile(r"^import\s+([A-Za-z_$][\w$]*)\s*(?:,|\s+from\b)")
+_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
+_MAX_IMPORT_LINES = 40
+_MAX_TAG_CHARS = 4000  # a tag longer than this is not a tag (keeps the lexer linear in practice)
+_MAX_SNIPPET_DEPTH = 5
+_NAME = re.compile(r"[A-Za-z][\w.:\-]*")
+_ATTR_NAME = re.compile(r"[A-Za-z_:@$][\w:.\-@$]*")
+
+# Attribute values a reader sees as text on the rendered page.
+PROSE_ATTRIBUTES = frozenset({"title", "label", "alt", "caption", "description", "summary", "heading", "tip", "tooltip"})
+# Callout components of Mintlify, Docusaurus, Nextra and friends -> admonition type.
+CALLOUTS = {
+    "note": "note", "info": "info", "tip": "tip", "warning": "warning", "caution": "caution",
+    "danger": "danger", "important": "important", "check": "success", "success": "success",
+    "callout": "note", "admonition": "note", "aside": "note",
+}
+_PATTERN_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
+
+
+@dataclass
+class MdxRendering:
+    body: str
+    warnings: list[str] = field(default_factory=list)
+    snippets: list[str] = field(default_factory=list)  # import sources expanded, in order of first use
+    changed: bool = False  # anything MDX-specific was found and rewritten
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the module specifier, as written: '/snippets/x.mdx', './y.md', 'openai'
+    default_name: str | None  # `import Name from …`: the component name it binds
+
+
+@dataclass
+class _Tag:
+    start: int
+    end: int
+    name: str  # "" for a fragment <> </>
+    kind: str  # "open", "close", "self"
+    attrs: dict[str, str | None]
+
+
+# ---------------------------------------------------------------------------------------------
+# ESM
+
+
+def find_imports(text: str) -> list[Import]:
+    """The import statements of an MDX body (outside fenced code), in order."""
+    return [imp for imp, _ in _esm_statements(text.split("\n"))[0].values()]
+
+
+def _esm_statements(lines: list[str]) -> tuple[dict[int, tuple[Import, int]], dict[int, int]]:
+    """Imports (first line -> (Import, one past its last line)) and exports (first -> one past last)."""
+    imports: dict[int, tuple[Import, int]] = {}
+    exports: dict[int, int] = {}
+    fence: tuple[str, int] | None = None
+    i = 0
+    while i < len(lines):
+        fence, is_code = _fence_step(fence, lines[i])
+        if not is_code and _IMPORT_START.match(lines[i]):
+            found = _import_at(lines, i)
+            if found is not None:
+                imports[i] = found
+                i = found[1]
+                continue
+        elif not is_code and _EXPORT_START.match(lines[i]):
+            end = i + 1
+            while end < len(lines) and lines[end].strip():
+                end += 1
+            exports[i] = end
+            i = end
+            continue
+        i += 1
+    return imports, exports
+
+
+def _import_at(lines: list[str], i: int) -> tuple[Import, int] | None:
+    """The import statement starting at line i and one past its last line; None when the lines there
+    never name a source before a blank line (prose that happens to start with "import")."""
+    statement = ""
+    for j in range(i, min(i + _MAX_IMPORT_LINES, len(lines))):
+        if j > i and not lines[j].strip():
+            return None
+        statement = f"{statement}\n{lines[j]}" if statement else lines[j]
+        complete = _IMPORT_COMPLETE.search(statement)
+        if complete:
+            default = _IMPORT_DEFAULT.match(statement)
+            return Import(complete.group(2), default.group(1) if default else None), j + 1
+    return None
+
+
+def _fence_step(fence: tuple[str, int] | None, line: str) -> tuple[tuple[str, int] | None, bool]:
+    """Advance the fenced-code state by one line: (new state, whether this line is code)."""
+    if fence is None:
+        m = _FENCE_OPEN.match(line)
+        if m:
+            return (m.group("fence")[0], len(m.group("fence"))), True
+        return None, False
+    char, length = fence
+    stripped = line.strip()
+    if stripped and set(stripped) == {char} and len(stripped) >= length:
+        return None, True
+    return fence, True
+
+
+# ---------------------------------------------------------------------------------------------
+# Tags
+
+
+def lex_tag(text: str, i: int) -> _Tag | None:
+    """The JSX/HTML tag starting at text[i] == "<", or None when what is there is not a tag."""
+    n = len(text)
+    limit = min(n, i + _MAX_TAG_CHARS)
+    j = i + 1
+    kind = "open"
+    if j < n and text[j] == "/":
+        kind, j = "close", j + 1
+    if j < n and text[j] == ">":
+        return _Tag(i, j + 1, "", kind, {})  # fragment
+    m = _NAME.match(text, j)
+    if not m:
+        return None
+    name, j = m.group(0), m.end()
+    if name.endswith(":") or (j < n and text[j] in "@/" and kind == "open" and not text.startswith("/>", j)):
+        return None  # <https://…>, <me@example.com>: autolinks, not tags
+    attrs: dict[str, str | None] = {}
+    while j < limit:
+        while j < limit and text[j].isspace():
+            j += 1
+        if j >= limit:
+            return None
+        if text.startswith("/>", j):
+            return _Tag(i, j + 2, name, "self" if kind == "open" else kind, attrs)
+        if text[j] == ">":
+            return _Tag(i, j + 1, name, kind, attrs)
+        if kind == "close":
+            return None
+        if text[j] == "{":  # {...spread} or a boolean expression attribute
+            end = _balanced(text, j, limit)
+            if end is None:
+                return None
+            j = end
+            continue
+        a = _ATTR_NAME.match(text, j)
+        if not a:
+            return None
+        key, j = a.group(0), a.end()
+        k = j
+        while k < limit and text[k] in " \t\n":
+            k += 1
+        if k < limit and text[k] == "=":
+            k += 1
+            while k < limit and text[k] in " \t\n":
+                k += 1
+            if k >= limit:
+                return None
+            if text[k] in "\"'":
+                close = text.find(text[k], k + 1, limit)
+                if close < 0:
+                    return None
+                attrs[key] = text[k + 1 : close]
+                j = close + 1
+            elif text[k] == "{":
+                end = _balanced(text, k, limit)
+                if end is None:
+                    return None
+                inner = text[k + 1 : end - 1].strip()
+                # {"text"} / {'text'} / {`text`}: a string expression is text too
+                attrs[key] = inner[1:-1] if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'`" else None
+                j = end
+            else:
+                v = re.compile(r"[^\s\"'=<>`/]+").match(text, k)
+                if not v:
+                    return None
+                attrs[key] = v.group(0)
+                j = v.end()
+        else:
+            attrs[key] = None
+    return None
+
+
+def _balanced(text: str, i: int, limit: int) -> int | None:
+    """One past the "}" that closes the "{" at text[i] (strings and template literals skipped)."""
+    depth, j = 0, i
+    while j < limit:
+        c = text[j]
+        if c in "\"'`":
+            close = text.find(c, j + 1, limit)
+            if close < 0:
+                return None
+            j = close + 1
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+
+# load_snippet(source, importing doc_path) -> (the snippet's doc_path, its raw text), or None
+SnippetLoader = Callable[[str, str], "tuple[str, str] | None"]
+# A line the renderer inserted (an admonition fence for a callout): not part of the children's
+# indentation, marked until the dedent is done.
+_MARK = "\x00"
+# HTML elements that never have children: an opening tag is the whole element.
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+                   "source", "track", "wbr"})
+_DROPPED_WITH_CONTENT = frozenset({"script", "style"})
+
+
+def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = None, _depth: int = 0,
+               _stack: tuple[str, ...] = ()) -> MdxRendering:
+    """The body as markdown a reader sees (see the module docstring). `load_snippet(source, doc_path)`
+    returns (path, raw text) of a local markdown file imported from `doc_path` (frontmatter included
+    or not), or None if it cannot be found; it may raise OSError (reported as a warning)."""
+    result = MdxRendering(body)
+    if "<" not in body and "import" not in body and "export" not in body and "{/*" not in body:
+        return result
+    lines = body.split("\n")
+    imports, exports = _esm_statements(lines)
+    snippet_names: dict[str, str] = {}
+    drop: set[int] = set()
+    for start, (imp, end) in imports.items():
+        drop.update(range(start, end))
+        if imp.default_name and _is_markdown_source(imp.source):
+            snippet_names[imp.default_name] = imp.source
+    for start, end in exports.items():
+        drop.update(range(start, end))
+    result.changed = bool(drop)
+
+    renderer = _Renderer(doc_path, snippet_names, load_snippet, _depth, _stack, result)
+    out: list[tuple[str, bool, bool]] = []  # (line, inside a component, fenced code)
+    text_lines: list[str] = []
+    fence: tuple[str, int] | None = None
+
+    def flush_text() -> None:
+        if text_lines:
+            out.extend((line, inside, False) for line, inside in renderer.render_text("\n".join(text_lines)))
+            text_lines.clear()
+
+    for i, line in enumerate(lines):
+        if i in drop:
+            continue
+        fence, is_code = _fence_step(fence, line)
+        if is_code:
+            flush_text()
+            if not renderer.dropping:
+                out.append((line, renderer.depth > 0, True))
+        else:
+            text_lines.append(line)
+    flush_text()
+    renderer.finish()
+    if result.changed:
+        result.body = _assemble(out)
+    return result
+
+
+def _is_markdown_source(source: str) -> bool:
+    return source.lower().endswith((".md", ".mdx"))
+
+
+class _Renderer:
+    """Tag-by-tag rewriting of the text between fenced code blocks; open components carry over."""
+
+    def __init__(self, doc_path: str, snippet_names: dict[str, str], load_snippet: SnippetLoader | None,
+                 depth: int, stack: tuple[str, ...], result: MdxRendering):
+        self.doc_path = doc_path
+        self.snippet_names = snippet_names
+        self.load_snippet = load_snippet
+        self.snippet_depth = depth
+        self.snippet_stack = stack
+        self.result = result
+        self.open: list[tuple[str, bool]] = []  # (tag name, rendered as an admonition)
+        self.dropping: str | None = None  # inside <script>/<style>: everything up to its end goes
+
+    @property
+    def depth(self) -> int:
+        return len(self.open)
+
+    def render_text(self, text: str) -> list[tuple[str, bool]]:
+        """`text` (no fenced code in it) rewritten, as lines flagged by whether they sit inside a component."""
+        text = _drop_comments(text, self.result)
+        pieces: list[str] = []
+        line_flags = [self.depth > 0]  # one per output line: was a component open where it starts
+
+        def emit(s: str) -> None:
+            if self.dropping:
+                s = "\n" * s.count("\n")
+            pieces.append(s)
+            line_flags.extend([self.depth > 0] * s.count("\n"))
+
+        i, n, plain_from = 0, len(text), 0
+        while i < n:
+            c = text[i]
+            if c == "`":
+                end = _code_span_end(text, i)
+                i = end if end is not None else _run_end(text, i)
+                continue
+            if c == "\\" and i + 1 < n:
+                i += 2  # an escaped "<" is text
+                continue
+            if c != "<":
+                i += 1
+                continue
+            tag = lex_tag(text, i)
+            if tag is None:
+                i += 1
+                continue
+            emit(text[plain_from:i])
+            emit(self._replace(tag, text))
+            self.result.changed = True
+            i = plain_from = tag.end
+        emit(text[plain_from:])
+        return list(zip("".join(pieces).split("\n"), line_flags))
+
+    def _replace(self, tag: _Tag, text: str) -> str:
+        name, key = tag.name, tag.name.lower()
+        if self.dropping:
+            if tag.kind == "close" and key == self.dropping:
+                self.dropping = None
+            return ""
+        if tag.kind == "close":
+            return self._close(name)
+        own_line = _alone_on_line(text, tag.start, tag.end)
+        words = " ".join(v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v)
+        snippet = self._snippet_source(tag)
+        if snippet is not None:
+            if tag.kind == "open":
+                self.open.append((name, False))
+            return self._expand(snippet, own_line)
+        if tag.kind == "open" and key in _DROPPED_WITH_CONTENT:
+            self.dropping = key
+            return ""
+        if tag.kind == "open" and key not in _VOID:
+            callout = CALLOUTS.get(key) if name[:1].isupper() else None
+            if callout and own_line:
+                kind = str(tag.attrs.get("type") or callout).lower() if key in ("admonition", "callout", "aside") else callout
+                self.open.append((name, True))
+                title = f" {words}" if words else ""
+                return f"\n{_MARK}:::{kind}{title}\n"
+            self.open.append((name, False))
+        if not words:
+            return ""
+        if own_line:
+            return f"\n\n{_MARK}{words}\n\n"
+        # inline: an image's alt text stands where the image was; a tooltip's text is not read there
+        return f" {words} " if tag.kind == "self" or key in _VOID else ""
+
+    def _close(self, name: str) -> str:
+        if not any(open_name == name for open_name, _ in self.open):
+            if _is_component(name):
+                self._warn(f"stray closing tag </{name}>")
+            return ""
+        while self.open[-1][0] != name:  # children left open: closed with their parent
+            if _is_component(self.open[-1][0]):
+                self._warn(f"<{self.open[-1][0]}> is never closed")
+            self.open.pop()
+        _, as_admonition = self.open.pop()
+        return f"\n{_MARK}:::\n" if as_admonition else ""
+
+    def _snippet_source(self, tag: _Tag) -> str | None:
+        if tag.name in self.snippet_names:
+            return self.snippet_names[tag.name]
+        if tag.name == "Snippet" and tag.attrs.get("file"):  # Mintlify's older <Snippet file="x.mdx" />
+            return "/snippets/" + str(tag.attrs["file"]).lstrip("/")
+        return None
+
+    def _expand(self, source: str, own_line: bool) -> str:
+        if self.load_snippet is None:
+            return ""
+        try:
+            found = self.load_snippet(source, self.doc_path)
+        except OSError as exc:
+            self._warn(f"snippet {source} cannot be read: {exc.strerror or exc}")
+            return ""
+        if found is None:
+            self._warn(f"snippet {source} not found under the docs folder")
+            return ""
+        path, raw = found
+        if path in self.snippet_stack or path == self.doc_path or self.snippet_depth >= _MAX_SNIPPET_DEPTH:
+            self._warn(f"snippet {source} imports itself (or nests deeper than {_MAX_SNIPPET_DEPTH}): not expanded")
+            return ""
+        inner = render_mdx(_without_frontmatter(raw), path, self.load_snippet, self.snippet_depth + 1,
+                           (*self.snippet_stack, self.doc_path))
+        self.result.warnings.extend(inner.warnings)
+        for s in [path, *inner.snippets]:
+            if s not in self.result.snippets:
+                self.result.snippets.append(s)
+        body = inner.body.strip("\n")
+        if not own_line and "\n" not in body:
+            return body
+        # the snippet's lines keep their own indentation: marked, so they do not count for the dedent
+        return "\n\n" + "\n".join(_MARK + line for line in body.split("\n")) + "\n\n"
+
+    def finish(self) -> None:
+        for name, _ in reversed(self.open):
+            if _is_component(name):
+                self._warn(f"<{name}> is never closed")
+        self.open.clear()
+
+    def _warn(self, message: str) -> None:
+        self.result.warnings.append(f"{self.doc_path}: {message}")
+
+
+def _is_component(name: str) -> bool:
+    """JSX components (capitalised) must be closed; HTML elements such as <p> or <li> need not be."""
+    return name[:1].isupper()
+
+
+def _drop_comments(text: str, result: MdxRendering) -> str:
+    if "{/*" in text:
+        new = _PATTERN_MDX_COMMENT.sub("", text)
+        if new != text:
+            result.changed = True
+            text = new
+    if "<!--" in text:
+        out, pos = [], 0
+        while True:
+            start = text.find("<!--", pos)
+            if start < 0 or _inside_code_span(text, start):
+                break
+            end = text.find("-->", start + 4)
+            if end < 0:
+                break  # an unclosed comment is left as text
+            out.append(text[pos:start])
+            pos = end + 3
+            result.changed = True
+        out.append(text[pos:])
+        text = "".join(out)
+    return text
+
+
+def _inside_code_span(text: str, i: int) -> bool:
+    line_start = text.rfind("\n", 0, i) + 1
+    return text.count("`", line_start, i) % 2 == 1
+
+
+def _run_end(text: str, i: int) -> int:
+    j = i
+    while j < len(text) and text[j] == text[i]:
+        j += 1
+    return j
+
+
+def _code_span_end(text: str, i: int) -> int | None:
+    """One past the backtick run closing the code span opened at text[i] (same run length, within the
+    paragraph), or None when the run is not closed (then the backticks are literal)."""
+    run = _run_end(text, i) - i
+    j = i + run
+    paragraph_end = text.find("\n\n", j)
+    limit = len(text) if paragraph_end < 0 else paragraph_end
+    while j < limit:
+        k = text.find("`" * run, j, limit)
+        if k < 0:
+            return None
+        end = _run_end(text, k)
+        if end - k == run:
+            return end
+        j = end
+    return None
+
+
+def _alone_on_line(text: str, start: int, end: int) -> bool:
+    before = text[text.rfind("\n", 0, start) + 1 : start]
+    after_end = text.find("\n", end)
+    after = text[end : after_end if after_end >= 0 else len(text)]
+    return not before.strip() and not after.strip()
+
+
+def _without_frontmatter(text: str) -> str:
+    text = text.lstrip("\ufeff").replace("\r\n", "\n")
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end >= 0:
+            newline = text.find("\n", end + 4)
+            return text[newline + 1 :] if newline >= 0 else ""
+    return text
+
+
+def _assemble(lines: list[tuple[str, bool, bool]]) -> str:
+    """The output lines joined: each run of lines that sat inside a component dedented together
+    (relative indents kept, inserted marker lines not counted), then, outside fenced code, lines a
+    removed tag left blank made empty and runs of blank lines made one."""
+    dedented: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        margin = _common_indent([line for line in run if not line.startswith(_MARK)])
+        dedented.extend(line[1:] if line.startswith(_MARK) else line[margin:] for line in run)
+        run.clear()
+
+    for line, inside, _ in lines:
+        if inside:
+            run.append(line)
+            continue
+        flush()
+        dedented.append(line.removeprefix(_MARK))
+    flush()
+    out: list[str] = []
+    fence: tuple[str, int] | None = None
+    for line in dedented:
+        fence, is_code = _fence_step(fence, line)
+        if not is_code and not line.strip():
+            if not out or not out[-1]:
+                continue  # no leading blank line, no run of them
+            line = ""
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out)
+
+
+def _common_indent(lines: list[str]) -> int:
+    widths = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
+    return min(widths, default=0)

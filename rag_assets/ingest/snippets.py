@@ -1,0 +1,201 @@
+"""Snippet files: local markdown that MDX pages import, and what that means for a page's identity.
+
+A Mintlify or Docusaurus page shows the content of the ``.md``/``.mdx`` files it imports
+(``import Example from '/snippets/example.mdx'`` … ``<Example />``), so:
+
+- a page's content hash covers the files it imports, transitively: editing a snippet re-ingests
+  every page that shows it (and only those). A page that imports nothing keeps the plain sha-256 of
+  its bytes, so nothing else changes for ordinary markdown;
+- a snippet is not a page of its own: a file another file imports, or a file under a top-level
+  ``snippets/`` folder (Mintlify renders nothing there), is left out of the catalog unless
+  ``RAG_INDEX_SNIPPETS`` asks for it;
+- the parse stage renders the page with the very snippet bytes whose hashes make up the page's
+  content hash (`render_page`), so a record never pairs one version's hash with another's text.
+
+Import sources resolve like the site generators do: ``/x.mdx`` from the docs folder, ``./x.mdx`` and
+``../x.mdx`` from the importing file, ``@site/…`` from the site folder (the docs folder or its
+parent); anything else (``@theme/Tabs``, ``openai``) is code, not a snippet. Nothing outside the docs
+folder, and no hidden file, is ever read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from rag_assets.errors import DocumentError
+from rag_assets.ingest import mdx
+from rag_assets.models import DocumentRef, ParsedDocument
+
+log = logging.getLogger(__name__)
+
+SNIPPETS_FOLDER = "snippets"
+_SNIPPET_FILE_ATTR = re.compile(r"""<Snippet\s+file=["']([^"']+)["']""")
+_DEPENDENCY_HASH_VERSION = b"rag-imports-v1"
+
+
+def import_sources(text: str) -> list[str]:
+    """The local-markdown import sources of a page body (ESM imports of .md/.mdx files and Mintlify's
+    ``<Snippet file="…"/>``), in order, each once."""
+    sources = [imp.source for imp in mdx.find_imports(text) if imp.source.lower().endswith((".md", ".mdx"))]
+    if "<Snippet" in text:
+        sources.extend("/snippets/" + f.lstrip("/") for f in _SNIPPET_FILE_ATTR.findall(text))
+    return list(dict.fromkeys(sources))
+
+
+def candidates(source: str, importer: str) -> list[str]:
+    """The doc_paths (relative to the docs folder) an import source may mean, most likely first."""
+    if source.startswith("@site/"):
+        rest = source[len("@site/"):]
+        paths = [rest, rest.split("/", 1)[1] if "/" in rest else ""]  # the site folder is the docs folder or its parent
+    elif source.startswith("/"):
+        paths = [source[1:]]
+    elif source.startswith("."):
+        paths = [posixpath.join(posixpath.dirname(importer), source)]
+    else:
+        return []
+    out = []
+    for path in paths:
+        path = posixpath.normpath(path) if path else ""
+        parts = path.split("/")
+        if path and path != "." and parts[0] != ".." and not any(p.startswith(".") for p in parts):
+            out.append(path)
+    return out
+
+
+def resolve(source: str, importer: str, exists) -> str | None:
+    """The doc_path an import source names, given `exists(doc_path) -> bool`; None if none exists."""
+    return next((path for path in candidates(source, importer) if exists(path)), None)
+
+
+def dependency_hash(file_hash: str, dependencies: Mapping[str, str]) -> str:
+    """A page's content hash: its own sha-256 when it imports nothing, else a hash over its own and
+    every (transitively) imported file's path and sha-256."""
+    if not dependencies:
+        return file_hash
+    digest = hashlib.sha256(_DEPENDENCY_HASH_VERSION)
+    digest.update(b"\0" + file_hash.encode())
+    for path in sorted(dependencies):
+        digest.update(b"\0" + path.encode() + b"\0" + dependencies[path].encode())
+    return digest.hexdigest()
+
+
+def is_snippet_folder_path(doc_path: str) -> bool:
+    return doc_path.split("/", 1)[0] == SNIPPETS_FOLDER and "/" in doc_path
+
+
+# ---------------------------------------------------------------------------------------------
+# In discovery: the catalog knows every file's hash and imports
+
+
+def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool) -> list[DocumentRef]:
+    """Refs with content hashes that cover their imports, snippet files left out (unless asked)."""
+    by_path = {r.doc_path: r for r in refs}
+    if not any(r.imports for r in refs) and not any(is_snippet_folder_path(p) for p in by_path):
+        return refs
+    imported: set[str] = set()
+    out = []
+    for ref in refs:
+        closure = _closure(ref, by_path)
+        imported.update(closure)
+        content_hash = dependency_hash(_own_hash(ref), {p: _own_hash(by_path[p]) for p in closure})
+        out.append(replace(ref, content_hash=content_hash) if content_hash != ref.content_hash else ref)
+    if index_snippets:
+        return out
+    return [r for r in out if r.doc_path not in imported and not is_snippet_folder_path(r.doc_path)]
+
+
+def _own_hash(ref: DocumentRef) -> str:
+    return ref.file_hash or ref.content_hash
+
+
+def _closure(ref: DocumentRef, by_path: Mapping[str, DocumentRef]) -> set[str]:
+    seen: set[str] = set()
+    todo = [(ref.doc_path, ref.imports)]
+    while todo:
+        importer, imports = todo.pop()
+        for source in _split(imports):
+            path = resolve(source, importer, by_path.__contains__)
+            if path is not None and path not in seen and path != ref.doc_path:
+                seen.add(path)
+                todo.append((path, by_path[path].imports))
+    return seen
+
+
+def _split(imports: str) -> Iterable[str]:
+    return (s for s in imports.split("\n") if s) if imports else ()
+
+
+# ---------------------------------------------------------------------------------------------
+# On disk: one page at a time (a run re-fingerprinting a document, the parse stage)
+
+
+def read_closure(root: Path, doc_path: str, imports: str, max_file_bytes: int) -> dict[str, bytes]:
+    """doc_path -> bytes of every local markdown file the page imports, transitively, as on disk now.
+    Files that cannot be read (missing, hidden, outside the folder, too large) are left out, as
+    discovery leaves them out."""
+    root = root.resolve()
+    files: dict[str, bytes] = {}
+    todo = [(doc_path, imports)]
+    while todo:
+        importer, sources = todo.pop()
+        for source in _split(sources):
+            path = resolve(source, importer, lambda p: p not in files and _readable(root, p, max_file_bytes))
+            if path is None or path == doc_path or path in files:
+                continue
+            try:
+                data = (root / path).read_bytes()
+            except OSError:
+                continue
+            files[path] = data
+            todo.append((path, "\n".join(import_sources(data.decode("utf-8", errors="replace")))))
+    return files
+
+
+def _readable(root: Path, doc_path: str, max_file_bytes: int) -> bool:
+    path = root / doc_path
+    try:
+        real = path.resolve(strict=True)
+        return real.is_relative_to(root) and path.is_file() and path.stat().st_size <= max_file_bytes
+    except OSError:
+        return False
+
+
+def closure_hash(ref: DocumentRef, files: Mapping[str, bytes]) -> str:
+    return dependency_hash(_own_hash(ref), {p: hashlib.sha256(data).hexdigest() for p, data in files.items()})
+
+
+def docs_root(ref: DocumentRef) -> Path:
+    """The docs folder a ref was discovered in (its absolute path minus its doc_path)."""
+    path = Path(ref.absolute_path)
+    for _ in ref.doc_path.split("/"):
+        path = path.parent
+    return path
+
+
+def render_page(doc: ParsedDocument, ref: DocumentRef, max_file_bytes: int = 5_000_000) -> tuple[ParsedDocument, dict]:
+    """The parsed page with its MDX rendered (rag_assets.ingest.mdx) and its snippets expanded from
+    exactly the bytes its content hash covers; stats for the stage's metadata. Malformed MDX never
+    fails the page: it degrades to text, with a warning naming the file."""
+    files: dict[str, bytes] = {}
+    if ref.imports:
+        files = read_closure(docs_root(ref), ref.doc_path, ref.imports, max_file_bytes)
+        if closure_hash(ref, files) != ref.content_hash:
+            raise DocumentError(ref.doc_path, "a file it imports changed while being ingested; the next run indexes the new version")
+
+    def load(source: str, importer: str) -> tuple[str, str] | None:
+        path = resolve(source, importer, files.__contains__)
+        return None if path is None else (path, files[path].decode("utf-8", errors="replace"))
+
+    rendering = mdx.render_mdx(doc.body, doc.doc_path, load)
+    for warning in rendering.warnings:
+        log.warning("%s", warning)
+    stats = {"mdx_warnings": len(rendering.warnings), "snippets_expanded": len(rendering.snippets)}
+    if not rendering.changed:
+        return doc, stats
+    return replace(doc, body=rendering.body), stats

@@ -1,0 +1,117 @@
+"""Snippet files (rag_assets.ingest.snippets): shown inside the pages that import them, never pages of
+their own, and part of those pages' identity; checked on a Mintlify/Docusaurus-style MDX site."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from rag_assets.errors import DocumentError
+from rag_assets.index import state_db
+from rag_assets.index.stage_store import CHUNKS, StageStore
+from rag_assets.ingest import frontmatter, snippets
+from rag_assets.ingest.chunking import ChunkingConfig
+from rag_assets.ingest.discovery import discover, fingerprint_file
+from rag_assets.ingest.stages import chunking_fingerprint, run_chunk, run_parse, run_split
+from rag_assets.ingest.tokens import TokenCounter
+from rag_assets_tests.support.mdx_site import write_mdx_site
+
+TAG = re.compile(r"</?[A-Za-z][\w.]*[\s/>]")
+IMPORT = re.compile(r"^\s*(import|export)\s", re.MULTILINE)
+
+
+@pytest.fixture
+def site(tmp_path):
+    return write_mdx_site(tmp_path / "docs")
+
+
+def test_snippet_files_are_not_pages_unless_asked(site):
+    assert [d.doc_path for d in discover(site).documents] == ["guides/install.mdx", "learn/add_documents.mdx"]
+    everything = [d.doc_path for d in discover(site, index_snippets=True).documents]
+    assert everything == sorted(everything) and len(everything) == 5
+
+
+def test_candidates_stay_inside_the_docs_folder():
+    assert snippets.candidates("/snippets/a.mdx", "x/page.mdx") == ["snippets/a.mdx"]
+    assert snippets.candidates("./_p.mdx", "guides/page.mdx") == ["guides/_p.mdx"]
+    assert snippets.candidates("../_p.mdx", "guides/page.mdx") == ["_p.mdx"]
+    assert snippets.candidates("@site/docs/_p.mdx", "page.mdx") == ["docs/_p.mdx", "_p.mdx"]
+    assert snippets.candidates("../../etc/passwd.md", "page.mdx") == []
+    assert snippets.candidates("/.hidden/a.mdx", "page.mdx") == []
+    assert snippets.candidates("@theme/Tabs", "page.mdx") == []
+
+
+def test_editing_a_snippet_changes_the_hash_of_the_pages_that_show_it(site):
+    before = {d.doc_path: d.content_hash for d in discover(site).documents}
+    (site / "snippets/samples/code_samples_add_movies_1.mdx").write_text("```bash\ncurl -X PUT changed\n```\n")
+    catalog = discover(site)
+    after = {d.doc_path: d.content_hash for d in catalog.documents}
+    assert after["learn/add_documents.mdx"] != before["learn/add_documents.mdx"]
+    assert after["guides/install.mdx"] == before["guides/install.mdx"]
+    # one document re-fingerprinted by a run agrees with discovery, also from a stat-matched known ref
+    for ref in catalog.documents:
+        assert fingerprint_file(site, ref.doc_path).content_hash == ref.content_hash
+        assert fingerprint_file(site, ref.doc_path, known=ref).content_hash == ref.content_hash
+    # a page that imports nothing keeps the plain sha-256 of its bytes
+    plain = site / "plain.md"
+    plain.write_text("# Plain\n\nText.\n")
+    ref = next(d for d in discover(site).documents if d.doc_path == "plain.md")
+    assert ref.content_hash == ref.file_hash and ref.imports == ""
+
+
+def test_the_stat_shortcut_still_sees_an_edited_snippet(site):
+    first = discover(site)
+    (site / "guides/_requirements.mdx").write_text("The server needs 64 GB of RAM.\n")
+    again = discover(site, known=first)
+    page = next(d for d in again.documents if d.doc_path == "guides/install.mdx")
+    assert page.content_hash != next(d for d in first.documents if d.doc_path == "guides/install.mdx").content_hash
+
+
+def test_a_snippet_changed_after_discovery_fails_the_page_not_the_run(site):
+    ref = next(d for d in discover(site).documents if d.doc_path == "guides/install.mdx")
+    (site / "guides/_requirements.mdx").write_text("Changed meanwhile.\n")
+    with pytest.raises(DocumentError, match="guides/install.mdx: a file it imports changed"):
+        snippets.render_page(frontmatter.read_document(ref), ref)
+
+
+def test_indexed_text_of_an_mdx_site_has_no_imports_or_tags_and_shows_its_snippets(site, tmp_path):
+    refs = discover(site).documents
+    stages = StageStore(tmp_path / "state")
+    counter = TokenCounter.for_name("cl100k_base", tmp_path / "tiktoken")
+    config = ChunkingConfig()
+    fingerprint = chunking_fingerprint(config, "cl100k_base", "m", 256)
+    report = run_parse(refs, stages)
+    assert report.stats["snippets_expanded"] == 2 and report.stats["mdx_warnings"] == 0
+    run_split(refs, stages)
+    run_chunk(refs, stages, counter, config, None, fingerprint)
+    chunks = {ref.doc_path: stages.read(CHUNKS, ref.doc_path)["payload"] for ref in refs}
+    for doc_path, items in chunks.items():
+        for chunk in items:
+            for text in (chunk["text"], chunk["index_text"]):
+                assert not TAG.search(text), (doc_path, text)
+                assert not IMPORT.search(text), (doc_path, text)
+    page = "\n".join(c["text"] for c in chunks["learn/add_documents.mdx"])
+    assert "client.index('movies').add_documents(movies)" in page  # from the imported snippet
+    assert "```python Python" in page  # the code group's label per example
+    assert "Search the index" in page and "Filter results" in page  # card titles are prose
+    install = "\n".join(c["text"] for c in chunks["guides/install.mdx"])
+    assert "4 GB of RAM" in install and "macOS" in install and "brew install movieserver" in install
+    assert "TODO" not in install
+
+
+def test_a_catalog_table_of_an_earlier_version_gains_the_new_columns(site, tmp_path):
+    state = tmp_path / "state"
+    stages = StageStore(state)
+    stages.write_catalog(discover(site))
+    db = next(state.glob("*.sqlite"))
+    with sqlite3.connect(db) as conn:  # the table as an earlier version created it
+        conn.execute("ALTER TABLE catalog_documents DROP COLUMN imports")
+        conn.execute("ALTER TABLE catalog_documents DROP COLUMN file_hash")
+    with state_db._OPEN_LOCK:  # a new process: the database is opened afresh
+        state_db._OPEN.pop(next(url for url in state_db._OPEN if str(db) in url)).dispose()
+    reopened = StageStore(state)
+    catalog = discover(site, known=reopened.read_catalog())
+    reopened.write_catalog(catalog)
+    assert {d.doc_path: d.imports for d in StageStore(state).read_catalog().documents}["guides/install.mdx"] == "./_requirements.mdx"
