@@ -47,6 +47,9 @@ class Catalog:
     docs_dir: str
     documents: list[DocumentRef]
     errors: list[DiscoveryError] = field(default_factory=list)
+    # files found but not pages (snippets shown inside the pages that import them): their removal
+    # from the index is a setting's effect, not a folder emptying, so the deletion guard ignores it
+    excluded: list[str] = field(default_factory=list)
 
     def by_partition_key(self) -> dict[str, DocumentRef]:
         return {d.partition_key: d for d in self.documents}

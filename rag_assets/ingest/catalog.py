@@ -50,7 +50,8 @@ def vanished_documents(catalog: Catalog, stages: StageStore) -> Vanished:
         known |= {d.doc_path for d in previous.documents}
     indexed = stages.doc_paths(INDEXED)
     gone = sorted(known - current)
-    return Vanished(gone, len(indexed), len(set(gone) & indexed))
+    # a file still there but no longer a page (a snippet) is removed without counting against the guard
+    return Vanished(gone, len(indexed), len((set(gone) - set(catalog.excluded)) & indexed))
 
 
 def deletion_refusal(

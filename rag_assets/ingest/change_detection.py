@@ -1,6 +1,6 @@
 """Change detection for the docs sensor: what was added, changed or deleted since the last look.
 
-The cursor maps doc_path -> (size, mtime, content hash). A file whose size and mtime match the
+The cursor maps doc_path -> (size, mtime, file hash, imports). A file whose size and mtime match the
 cursor is unchanged without being read; otherwise it is hashed, and only a different hash is a
 change (a `touch` is not). A file whose size or mtime moved since the previous look and was
 modified within the last `settle_seconds` may still be being written. With `wait`, the look waits
@@ -12,6 +12,10 @@ The cursor also counts the looks that found a change (`tick`): run keys built fr
 per change event, so reverting a file to a version seen before, or restoring a deleted one, is a
 new change (Dagster never launches a run key twice), while evaluating the same cursor again gives
 the same keys (a retried tick launches nothing twice).
+
+Snippet files (rag_assets.ingest.snippets) are looked at like any file, but reported through the
+pages that import them: an edited snippet is a change of every page that shows it, and a snippet
+itself is never added as a page (unless `index_snippets`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag_assets.ingest import snippets
 from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files
 from rag_assets.models import DiscoveryError, DocumentRef
 
@@ -56,6 +61,7 @@ def detect_changes(
     settle_seconds: float = DEFAULT_SETTLE_SECONDS,
     now: float | None = None,
     wait: bool = False,
+    index_snippets: bool = False,
 ) -> Changes:
     now = time.time() if now is None else now
     state = json.loads(cursor) if cursor else {}
@@ -73,7 +79,7 @@ def detect_changes(
         except (OSError, DocumentTooLarge) as exc:
             changes.errors.append(DiscoveryError(doc_path, str(exc)))
             return
-        files[doc_path] = [ref.size_bytes, ref.mtime, ref.content_hash]
+        files[doc_path] = [ref.size_bytes, ref.mtime, ref.content_hash, ref.imports]
         if previous is None:
             changes.added.append(ref)
         elif previous[2] != ref.content_hash:
@@ -90,7 +96,8 @@ def detect_changes(
             continue  # vanished between listing and stat: it is simply not there
         observed = [st.st_size, st.st_mtime]
         previous = known.get(doc_path)
-        if previous and previous[:2] == observed:
+        # (a cursor entry of an earlier version has no imports: the file is read once to learn them)
+        if previous and len(previous) >= 4 and previous[:2] == observed:
             files[doc_path] = previous
             continue
         settling = settle_seconds > 0 and now - st.st_mtime < settle_seconds and pending.get(doc_path) != observed
@@ -119,9 +126,36 @@ def detect_changes(
             files[doc_path] = previous  # keep the last good version known until it settles
 
     changes.deleted = sorted(set(known) - set(files) - set(new_pending))
+    _through_pages(changes, root, files, max_file_bytes, index_snippets)
     changes.tick = int(state.get("tick", 0)) + (1 if changes.any else 0)
     changes.cursor = json.dumps({"files": files, "pending": new_pending, "tick": changes.tick}, separators=(",", ":"))
     return changes
+
+
+def _through_pages(changes: Changes, root: Path, files: dict[str, list], max_file_bytes: int,
+                   index_snippets: bool) -> None:
+    """Snippet changes reported as changes of the pages that import them; snippets are not pages."""
+    imports_of = {p: (entry[3] if len(entry) >= 4 else "") for p, entry in files.items()}
+    if not any(imports_of.values()) and not any(snippets.is_snippet_folder_path(p) for p in imports_of):
+        return
+    hash_of = {p: entry[2] for p, entry in files.items()}
+    moved = {r.doc_path for r in changes.to_process} | set(changes.deleted)
+    not_pages = set() if index_snippets else snippets.snippet_paths(imports_of)
+    taken = {r.doc_path for r in changes.to_process}
+    shown_changed: list[DocumentRef] = []
+    for page in sorted(set(files) - not_pages - taken):
+        if snippets.closure(page, imports_of) & moved:
+            try:
+                shown_changed.append(_fingerprint(root / page, page, max_file_bytes))
+            except (OSError, DocumentTooLarge) as exc:
+                changes.errors.append(DiscoveryError(page, str(exc)))
+
+    def pages(refs: list[DocumentRef]) -> list[DocumentRef]:
+        return [snippets.with_dependencies(r, snippets.closure(r.doc_path, imports_of), hash_of)
+                for r in refs if r.doc_path not in not_pages]
+
+    changes.added = pages(changes.added)
+    changes.changed = pages(changes.changed + shown_changed)
 
 
 def unchanged_cursor(cursor: str | None) -> str:

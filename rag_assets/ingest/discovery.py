@@ -55,8 +55,8 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
         except OSError as exc:
             errors.append(DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}"))
     documents.sort(key=lambda d: d.doc_path)
-    documents = snippets.apply_to_catalog(documents, index_snippets)
-    return Catalog(docs_dir=str(root), documents=documents, errors=errors)
+    documents, excluded = snippets.apply_to_catalog(documents, index_snippets)
+    return Catalog(docs_dir=str(root), documents=documents, errors=errors, excluded=excluded)
 
 
 def iter_markdown_files(docs_dir: Path) -> tuple[list[Path], list[DiscoveryError]]:

@@ -93,37 +93,45 @@ def is_snippet_folder_path(doc_path: str) -> bool:
 # In discovery: the catalog knows every file's hash and imports
 
 
-def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool) -> list[DocumentRef]:
-    """Refs with content hashes that cover their imports, snippet files left out (unless asked)."""
-    by_path = {r.doc_path: r for r in refs}
-    if not any(r.imports for r in refs) and not any(is_snippet_folder_path(p) for p in by_path):
-        return refs
-    imported: set[str] = set()
-    out = []
-    for ref in refs:
-        closure = _closure(ref, by_path)
-        imported.update(closure)
-        content_hash = dependency_hash(_own_hash(ref), {p: _own_hash(by_path[p]) for p in closure})
-        out.append(replace(ref, content_hash=content_hash) if content_hash != ref.content_hash else ref)
-    if index_snippets:
-        return out
-    return [r for r in out if r.doc_path not in imported and not is_snippet_folder_path(r.doc_path)]
+def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool) -> tuple[list[DocumentRef], list[str]]:
+    """(pages, snippet files left out): refs with content hashes that cover their imports; snippet
+    files are pages too only when `index_snippets`."""
+    imports_of = {r.doc_path: r.imports for r in refs}
+    if not any(imports_of.values()) and not any(is_snippet_folder_path(p) for p in imports_of):
+        return refs, []
+    hash_of = {r.doc_path: _own_hash(r) for r in refs}
+    out = [with_dependencies(r, closure(r.doc_path, imports_of), hash_of) for r in refs]
+    snippet = set() if index_snippets else snippet_paths(imports_of)
+    return [r for r in out if r.doc_path not in snippet], sorted(snippet)
+
+
+def snippet_paths(imports_of: Mapping[str, str]) -> set[str]:
+    """Files that are snippets, not pages: imported by another file, or under snippets/."""
+    imported = {p for path in imports_of for p in closure(path, imports_of)}
+    return imported | {p for p in imports_of if is_snippet_folder_path(p)}
+
+
+def with_dependencies(ref: DocumentRef, dependencies: set[str], hash_of: Mapping[str, str]) -> DocumentRef:
+    """The ref with a content hash over its own bytes and those of the files it imports."""
+    content_hash = dependency_hash(_own_hash(ref), {p: hash_of[p] for p in dependencies})
+    return ref if content_hash == ref.content_hash else replace(ref, content_hash=content_hash)
 
 
 def _own_hash(ref: DocumentRef) -> str:
     return ref.file_hash or ref.content_hash
 
 
-def _closure(ref: DocumentRef, by_path: Mapping[str, DocumentRef]) -> set[str]:
+def closure(doc_path: str, imports_of: Mapping[str, str]) -> set[str]:
+    """Every file (of `imports_of`: doc_path -> its imports) that doc_path imports, transitively."""
     seen: set[str] = set()
-    todo = [(ref.doc_path, ref.imports)]
+    todo = [(doc_path, imports_of.get(doc_path, ""))]
     while todo:
         importer, imports = todo.pop()
         for source in _split(imports):
-            path = resolve(source, importer, by_path.__contains__)
-            if path is not None and path not in seen and path != ref.doc_path:
+            path = resolve(source, importer, imports_of.__contains__)
+            if path is not None and path not in seen and path != doc_path:
                 seen.add(path)
-                todo.append((path, by_path[path].imports))
+                todo.append((path, imports_of[path]))
     return seen
 
 

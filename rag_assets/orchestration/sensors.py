@@ -54,7 +54,8 @@ _SETTINGS_AT_LOAD = Settings.from_env()  # intervals are part of the definitions
 def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     settings = current_settings()
     try:
-        changes = detect_changes(settings.docs_dir, context.cursor, max_file_bytes=settings.max_file_bytes, wait=True)
+        changes = detect_changes(settings.docs_dir, context.cursor, max_file_bytes=settings.max_file_bytes, wait=True,
+                                 index_snippets=settings.index_snippets)
     except FileNotFoundError as exc:
         # the cursor is kept: a folder that comes back (remounted) is not a change
         return dg.SensorResult(skip_reason=dg.SkipReason(f"{exc}; nothing removed"), cursor=context.cursor)

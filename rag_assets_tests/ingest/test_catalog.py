@@ -50,3 +50,14 @@ def test_the_counts_add_up_when_a_vanished_document_was_never_indexed(tmp_path):
     assert sorted(vanished.doc_paths) == ["a.md", "b.md", "failed.md"]  # all removed when allowed
     reason = deletion_refusal(Catalog("/docs", [], []), vanished, max_share=0.5, min_documents=20, allow=False)
     assert "refusing to remove 2 of 2 indexed documents" in reason  # never "3 of 2"
+
+
+def test_snippet_files_that_stop_being_pages_are_removed_without_tripping_the_guard(tmp_path):
+    # an index made before snippets were recognised holds them as pages; they are still on disk
+    stages = StageStore(tmp_path)
+    for name in ("page.mdx", "snippets/a.mdx", "snippets/b.mdx"):
+        stages.write(INDEXED, name, "h", {"chunk_ids": []}, "fp")
+    now = Catalog("/docs", [ref("page.mdx")], [], excluded=["snippets/a.mdx", "snippets/b.mdx"])
+    vanished = vanished_documents(now, stages)
+    assert vanished.doc_paths == ["snippets/a.mdx", "snippets/b.mdx"] and vanished.gone == 0
+    assert deletion_refusal(now, vanished, max_share=0.5, min_documents=0, allow=False) is None

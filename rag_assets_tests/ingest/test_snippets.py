@@ -13,6 +13,7 @@ from rag_assets.index import state_db
 from rag_assets.index.stage_store import CHUNKS, StageStore
 from rag_assets.ingest import frontmatter, snippets
 from rag_assets.ingest.chunking import ChunkingConfig
+from rag_assets.ingest.change_detection import detect_changes
 from rag_assets.ingest.discovery import discover, fingerprint_file
 from rag_assets.ingest.stages import chunking_fingerprint, run_chunk, run_parse, run_split
 from rag_assets.ingest.tokens import TokenCounter
@@ -115,3 +116,17 @@ def test_a_catalog_table_of_an_earlier_version_gains_the_new_columns(site, tmp_p
     catalog = discover(site, known=reopened.read_catalog())
     reopened.write_catalog(catalog)
     assert {d.doc_path: d.imports for d in StageStore(state).read_catalog().documents}["guides/install.mdx"] == "./_requirements.mdx"
+
+
+def test_the_sensor_sees_a_snippet_edit_as_a_change_of_the_pages_that_show_it(site):
+    first = detect_changes(site, None, settle_seconds=0)
+    assert sorted(r.doc_path for r in first.added) == ["guides/install.mdx", "learn/add_documents.mdx"]
+    pages = {d.doc_path: d.content_hash for d in discover(site).documents}
+    assert {r.doc_path: r.content_hash for r in first.added} == pages  # the same identity as discovery
+    (site / "guides/_requirements.mdx").write_text("The server needs 64 GB of RAM.\n")
+    (site / "snippets/unused.mdx").write_text("Still unused.\n")
+    second = detect_changes(site, first.cursor, settle_seconds=0)
+    assert [r.doc_path for r in second.changed] == ["guides/install.mdx"] and not second.added
+    assert second.changed[0].content_hash == next(
+        d.content_hash for d in discover(site).documents if d.doc_path == "guides/install.mdx")
+    assert not detect_changes(site, second.cursor, settle_seconds=0).any
