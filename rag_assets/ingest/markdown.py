@@ -3,9 +3,21 @@
 Two passes:
 
 1. A line pre-scan cuts out what CommonMark does not know or handles badly for our purpose:
-   top-level fenced code (so an unclosed fence cannot swallow the rest of the page), Docusaurus
-   ``:::`` admonitions (nesting counted) and ``$$ … $$`` display math (so LaTeX lines such as
-   ``---`` are never read as setext underlines or tables).
+   top-level fenced code (so an unclosed fence cannot swallow the rest of the page), the
+   admonitions and tabs of the common doc generators, and ``$$ … $$`` display math (so LaTeX lines
+   such as ``---`` are never read as setext underlines or tables). Each admonition or tab becomes
+   one ADMONITION block, its whole body included, with ``label`` = its lower-cased type:
+
+   - Docusaurus / remark-directive ``:::note Title`` … ``:::`` (nesting counted, ``::::`` too);
+   - pymdownx blocks ``/// tip | Title`` … ``///`` (a closer has as many slashes as its opener);
+   - MkDocs / Python-Markdown ``!!! note "Title"`` and collapsible ``??? tip`` / ``???+ tip``:
+     the body is the following lines indented 4 more columns than the marker;
+   - pymdownx content tabs ``=== "Tab title"`` (label ``tab``), one block per tab, body as above;
+   - GitHub alerts: a blockquote opening with ``> [!NOTE]`` (``TIP``, ``IMPORTANT``, ``WARNING``,
+     ``CAUTION``), lazy continuation lines included.
+
+   Nothing inside fenced code is recognised. A ``:::`` or ``///`` block that never closes stops
+   before the next ATX heading and is flagged ``unclosed``.
 2. Everything in between is parsed by markdown-it (CommonMark + GFM tables); its top-level tokens'
    ``.map`` line ranges say which original lines are headings and tables. All other lines are prose.
    It is parsed in pieces cut before every unindented ATX heading (outside HTML blocks): such a line
@@ -19,9 +31,11 @@ and BOM removal); every non-blank line lands in exactly one block, in order.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
+from typing import Callable, NamedTuple
 
 from markdown_it import MarkdownIt
 
@@ -31,8 +45,22 @@ from rag_assets.models import Block, BlockType
 # info string may not contain a backtick (otherwise it is inline code).
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
-_ADMONITION_OPEN = re.compile(r"^[ \t]*:{3,}[ \t]*[A-Za-z]")
+# Admonition and tab markers (see the module docstring); "label" is the type word. A ``:::`` type is
+# followed by a title, ``[title]``, ``{attributes}`` or nothing: mkdocstrings' ``::: package.Class``
+# is an API-docs directive, not an admonition (it has no closer and would swallow the prose after it).
+_ADMONITION_OPEN = re.compile(r"^[ \t]*:{3,}[ \t]*(?P<label>[A-Za-z][\w-]*)(?=[ \t\[{]|$)")
 _ADMONITION_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
+_BLOCKS_OPEN = re.compile(r"^[ \t]*(?P<slashes>/{3,})[ \t]*(?P<label>[A-Za-z][\w-]*)[ \t]*(?:\|.*)?$")
+_BLOCKS_CLOSE = re.compile(r"^[ \t]*(?P<slashes>/{3,})[ \t]*$")
+_MKDOCS_OPEN = re.compile(
+    r'^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]*(?P<label>[\w-]+)(?:[ \t]+[\w-]+)*(?:[ \t]+".*")?[ \t]*$'
+)
+_TAB_OPEN = re.compile(r'^(?P<indent>[ \t]*)===[!+]{0,2}[ \t]+".*"[ \t]*$')
+_ALERT_OPEN = re.compile(r"^[ \t]*>[ \t]?\[!(?P<label>note|tip|important|warning|caution)\]", re.IGNORECASE)
+_QUOTE = re.compile(r"^[ \t]*>")
+# Lines that start a block of their own rather than lazily continuing a quote's paragraph:
+# list items and thematic breaks (headings, fences and the markers above are checked apart).
+_LIST_ITEM_OR_BREAK = re.compile(r"^ {0,3}(?:[-*+][ \t]|\d{1,9}[.)][ \t]|(?:[-*_][ \t]*){3,}$)")
 _MATH_OPEN = re.compile(r"^[ \t]{0,3}\$\$")
 _UNINDENTED_ATX = re.compile(r"^#{1,6}(?:[ \t]|$)")
 # CommonMark HTML blocks: types 1-5 run to their end marker (across blank lines), types 6-7 to the
@@ -54,6 +82,19 @@ class _Region:
     start: int  # first line, 0-based
     end: int  # one past the last line
     unclosed: bool = False
+    label: str | None = None  # an admonition's type ("note", "tab" …)
+
+
+class _Item(NamedTuple):
+    """A line range of the body and what it is; prose items are merged into blocks afterwards."""
+
+    kind: BlockType
+    start: int
+    end: int
+    level: int | None = None  # headings
+    text: str | None = None  # headings: their text
+    unclosed: bool = False
+    label: str | None = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,8 +107,22 @@ def _indent_width(ws: str) -> int:
     return sum(4 - (i % 4) if c == "\t" else 1 for i, c in enumerate(ws))
 
 
+def _leading_width(line: str) -> int:
+    return _indent_width(line[: len(line) - len(line.lstrip(" \t"))])
+
+
+def _with_slashes(pattern: re.Pattern[str], slashes: int) -> Callable[[str], bool]:
+    """A line test: ``pattern`` matches with exactly this many slashes."""
+
+    def test(line: str) -> bool:
+        m = pattern.match(line)
+        return bool(m) and len(m["slashes"]) == slashes
+
+    return test
+
+
 class _Scanner:
-    """Line pre-scan: finds fences, admonitions and display math; the rest is "other"."""
+    """Line pre-scan: finds fences, admonitions, tabs and display math; the rest is "other"."""
 
     def __init__(self, lines: list[str]):
         self.lines = lines
@@ -79,6 +134,8 @@ class _Scanner:
         # (fence char, min length, indent class) -> earliest line from which no closer exists; keeps repeated
         # unclosed fences from rescanning to the end each time (worst case stays linear).
         self._no_closer_from: dict[tuple[str, int], int] = {}
+        # Per kind of delimited block (":" or ("/", slash count)): opener line -> (end, closed).
+        self._delimited: dict[object, dict[int, tuple[int, bool]]] = {}
 
     def fence_at(self, i: int) -> tuple[str, int, int] | None:
         """(fence char, fence length, indent width) if line i opens a fence."""
@@ -112,28 +169,117 @@ class _Scanner:
         """An unclosed block ends right before the next ATX heading line after its first line."""
         return self.next_heading[i + 1] if i + 1 <= len(self.lines) else len(self.lines)
 
-    def admonition_end(self, i: int) -> tuple[int, bool]:
-        depth, j, n = 1, i + 1, len(self.lines)
-        first_heading = n  # first ATX heading outside code: where an unclosed admonition stops
-        while j < n:
+    # -- admonitions and tabs ----------------------------------------------------------------------
+    def container_at(self, i: int) -> _Region | None:
+        """The admonition or tab region whose marker is line i, if it is one."""
+        line = self.lines[i]
+        if m := _ADMONITION_OPEN.match(line):
+            end, closed = self.delimited_end(i, ":", _ADMONITION_OPEN.match, _ADMONITION_CLOSE.match)
+            return _Region("admonition", i, end, unclosed=not closed, label=m["label"].lower())
+        if m := _BLOCKS_OPEN.match(line):
+            # Blocks nest by slash count: only markers with as many slashes pair with this one.
+            slashes = len(m["slashes"])
+            is_open, is_close = _with_slashes(_BLOCKS_OPEN, slashes), _with_slashes(_BLOCKS_CLOSE, slashes)
+            end, closed = self.delimited_end(i, ("/", slashes), is_open, is_close)
+            return _Region("admonition", i, end, unclosed=not closed, label=m["label"].lower())
+        if m := _MKDOCS_OPEN.match(line):
+            return _Region("admonition", i, self.indented_end(i), label=m["label"].lower())
+        if _TAB_OPEN.match(line):
+            return _Region("admonition", i, self.indented_end(i), label="tab")
+        # An alert's marker must open its quote: "> [!NOTE]" further down a quote is just text.
+        if (m := _ALERT_OPEN.match(line)) and not (i > 0 and _QUOTE.match(self.lines[i - 1])):
+            return _Region("admonition", i, self.quote_end(i), label=m["label"].lower())
+        return None
+
+    def delimited_end(
+        self, i: int, kind: object, is_open: Callable[[str], object], is_close: Callable[[str], object]
+    ) -> tuple[int, bool]:
+        """(one past the end, closed?) of the ``:::`` or ``///`` block opened at line i."""
+        known = self._delimited.setdefault(kind, {})
+        if i not in known:
+            self._match_delimiters(i, known, is_open, is_close)
+        return known[i]
+
+    def _match_delimiters(
+        self,
+        i: int,
+        known: dict[int, tuple[int, bool]],
+        is_open: Callable[[str], object],
+        is_close: Callable[[str], object],
+    ) -> None:
+        """Walk from the opener at line i (skipping code) until it closes, pairing the markers met.
+
+        Every opener passed on the way is recorded too: a walk from it would see the same lines.
+        After an unclosed block the pre-scan resumes at the next heading, and the openers there
+        are then already known -- without that, n unclosed blocks would each walk to the end.
+        """
+        lines, n = self.lines, len(self.lines)
+        open_at = [i]  # openers not yet closed, innermost last
+        headings: list[int] = []  # ATX headings passed, outside code
+        stop = n  # where blocks still open at the end of the walk stop at the latest
+        j = i + 1
+        while j < n and open_at:
             fence = self.fence_at(j)
             if fence:
                 end = self.fence_end(j, *fence)
                 if end is None:
-                    # An unclosed fence inside an unclosed admonition: both stop at the next heading.
-                    return min(first_heading, self.unclosed_end(j)), False
+                    # An unclosed fence inside an unclosed block: both stop at the next heading.
+                    stop = self.unclosed_end(j)
+                    break
                 j = end
                 continue
-            if first_heading == n and _ATX_HEADING.match(self.lines[j]):
-                first_heading = j
-            if _ADMONITION_OPEN.match(self.lines[j]):
-                depth += 1
-            elif _ADMONITION_CLOSE.match(self.lines[j]):
-                depth -= 1
-                if depth == 0:
-                    return j + 1, True
+            if _ATX_HEADING.match(lines[j]):
+                headings.append(j)
+            if is_open(lines[j]):
+                open_at.append(j)
+            elif is_close(lines[j]):
+                known[open_at.pop()] = (j + 1, True)
             j += 1
-        return first_heading, False
+        for k in open_at:  # never closed: each stops before the first heading after its marker
+            h = bisect.bisect_right(headings, k)
+            known[k] = (min(headings[h], stop) if h < len(headings) else stop, False)
+
+    def indented_end(self, i: int) -> int:
+        """One past the body of an MkDocs admonition or tab: the following lines indented ≥4 more
+        columns than its marker, blank lines included while an indented line follows."""
+        body_indent = _leading_width(self.lines[i]) + 4
+        end, j = i + 1, i + 1
+        while j < len(self.lines):
+            line = self.lines[j]
+            if line.strip():
+                if _leading_width(line) < body_indent:
+                    break
+                end = j + 1
+            j += 1
+        return end
+
+    def quote_end(self, i: int) -> int:
+        """One past the blockquote starting at line i: its ``>`` lines, plus lazy continuation lines
+        (text without ``>`` right after a non-blank quote or lazy line, which CommonMark keeps in
+        the quote's paragraph)."""
+        j, lazy_ok = i + 1, True
+        while j < len(self.lines):
+            line = self.lines[j]
+            if _QUOTE.match(line):
+                lazy_ok = bool(line.strip(" \t>"))
+            elif not line.strip() or not lazy_ok or self._starts_block(j):
+                break
+            j += 1
+        return j
+
+    def _starts_block(self, i: int) -> bool:
+        """Line i would start a block of its own, so it cannot continue a paragraph lazily."""
+        line = self.lines[i]
+        return bool(
+            _ATX_HEADING.match(line)
+            or _LIST_ITEM_OR_BREAK.match(line)
+            or self.fence_at(i)
+            or _MATH_OPEN.match(line)
+            or _ADMONITION_OPEN.match(line)
+            or _BLOCKS_OPEN.match(line)
+            or _MKDOCS_OPEN.match(line)
+            or _TAB_OPEN.match(line)
+        )
 
     def math_end(self, i: int) -> int | None:
         """One past the closing ``$$`` of display math opened at line i (None: not display math)."""
@@ -179,11 +325,11 @@ class _Scanner:
                     other_start = i
                 i = end if end is not None else i + 1
                 continue
-            if _ADMONITION_OPEN.match(line):
-                end, closed = self.admonition_end(i)
+            container = self.container_at(i)
+            if container:
                 flush_other(i)
-                regions.append(_Region("admonition", i, end, unclosed=not closed))
-                i = end
+                regions.append(container)
+                i = container.end
                 continue
             if _MATH_OPEN.match(line):
                 end = self.math_end(i)
@@ -220,45 +366,45 @@ def split_markdown(body: str) -> list[Block]:
     if not body.strip():
         return []
     lines = _normalise(body)
-    # (kind, start, end, heading_level, heading_text, unclosed); prose items are merged afterwards.
-    items: list[tuple[BlockType, int, int, int | None, str | None, bool]] = []
+    items: list[_Item] = []
     for region in _Scanner(lines).regions():
         if region.kind == "code":
-            items.append((BlockType.CODE, region.start, region.end, None, None, region.unclosed))
+            items.append(_Item(BlockType.CODE, region.start, region.end, unclosed=region.unclosed))
         elif region.kind == "admonition":
-            items.append((BlockType.ADMONITION, region.start, region.end, None, None, region.unclosed))
+            items.append(_Item(BlockType.ADMONITION, region.start, region.end, unclosed=region.unclosed,
+                               label=region.label))
         elif region.kind == "math":
-            items.append((BlockType.PROSE, region.start, region.end, None, None, False))
+            items.append(_Item(BlockType.PROSE, region.start, region.end))
         else:
             items.extend(_parse_other(lines, region.start, region.end))
 
     blocks: list[Block] = []
     k = 0
     while k < len(items):
-        kind, start, end, level, text, unclosed = items[k]
-        if kind is BlockType.PROSE:
+        item = items[k]
+        start, end = item.start, item.end
+        if item.kind is BlockType.PROSE:
             # Merge the run of prose between structural blocks, blank lines and all.
-            while k + 1 < len(items) and items[k + 1][0] is BlockType.PROSE:
+            while k + 1 < len(items) and items[k + 1].kind is BlockType.PROSE:
                 k += 1
-                end = items[k][2]
+                end = items[k].end
             start, end = _trim(lines, start, end)
             if start < end:
                 blocks.append(Block(BlockType.PROSE, "\n".join(lines[start:end]), start_line=start))
-        elif kind is BlockType.HEADING:
-            blocks.append(Block(BlockType.HEADING, text or "", heading_level=level, start_line=start))
+        elif item.kind is BlockType.HEADING:
+            blocks.append(Block(BlockType.HEADING, item.text or "", heading_level=item.level, start_line=start))
         else:
             start, end = _trim(lines, start, end)
-            blocks.append(Block(kind, "\n".join(lines[start:end]), start_line=start, unclosed=unclosed))
+            blocks.append(Block(item.kind, "\n".join(lines[start:end]), start_line=start, unclosed=item.unclosed,
+                                label=item.label))
         k += 1
     return blocks
 
 
-def _parse_other(
-    lines: list[str], start: int, end: int
-) -> list[tuple[BlockType, int, int, int | None, str | None, bool]]:
+def _parse_other(lines: list[str], start: int, end: int) -> list[_Item]:
     """Headings and tables of lines [start, end), parsed piece by piece (see the module docstring)."""
     cuts = _heading_cuts(lines, start, end)
-    items: list[tuple[BlockType, int, int, int | None, str | None, bool]] = []
+    items: list[_Item] = []
     for piece_start, piece_end in zip([start] + cuts, cuts + [end]):
         items.extend(_parse_piece(lines, piece_start, piece_end))
     return items
@@ -293,18 +439,16 @@ def _heading_cuts(lines: list[str], start: int, end: int) -> list[int]:
     return cuts
 
 
-def _parse_piece(
-    lines: list[str], start: int, end: int
-) -> list[tuple[BlockType, int, int, int | None, str | None, bool]]:
+def _parse_piece(lines: list[str], start: int, end: int) -> list[_Item]:
     """Headings and tables from markdown-it's top-level tokens; every other line is prose."""
-    items: list[tuple[BlockType, int, int, int | None, str | None, bool]] = []
+    items: list[_Item] = []
     tokens = _parser().parse("\n".join(lines[start:end]))
     cursor = start  # first line not yet assigned to an item
 
     def prose_until(upto: int) -> None:
         nonlocal cursor
         if cursor < upto:
-            items.append((BlockType.PROSE, cursor, upto, None, None, False))
+            items.append(_Item(BlockType.PROSE, cursor, upto))
         cursor = max(cursor, upto)
 
     for idx, tok in enumerate(tokens):
@@ -316,16 +460,16 @@ def _parse_piece(
             inline = tokens[idx + 1]
             # A multi-line setext heading's text spans lines; a breadcrumb wants one line.
             text = " ".join(inline.content.split("\n")).strip()
-            items.append((BlockType.HEADING, t_start, t_end, int(tok.tag[1]), text, False))
+            items.append(_Item(BlockType.HEADING, t_start, t_end, level=int(tok.tag[1]), text=text))
             cursor = t_end
         elif tok.type == "table_open":
             prose_until(t_start)
-            items.append((BlockType.TABLE, t_start, t_end, None, None, False))
+            items.append(_Item(BlockType.TABLE, t_start, t_end))
             cursor = t_end
         elif tok.type == "fence":
             # The pre-scan takes top-level fences, but stay safe if markdown-it disagrees.
             prose_until(t_start)
-            items.append((BlockType.CODE, t_start, t_end, None, None, False))
+            items.append(_Item(BlockType.CODE, t_start, t_end))
             cursor = t_end
     prose_until(end)
     return items

@@ -281,3 +281,365 @@ def test_many_deep_lists_between_headings_stay_fast() -> None:
     blocks = split(body)
     assert time.process_time() - started < 3.0
     assert sum(b.type is H for b in blocks) == 1_000
+
+
+# -- admonitions and tabs of the common doc generators (issue 19) --------------------------------
+def admonitions(blocks: list[Block]) -> list[tuple[str | None, str]]:
+    return [(b.label, b.text) for b in blocks if b.type is A]
+
+
+@pytest.mark.parametrize(
+    ("adm", "label"),
+    [
+        (":::note\nA note.\n:::", "note"),
+        (":::tip My title\nA tip.\n:::", "tip"),
+        (":::warning[Careful]\nA warning.\n:::", "warning"),
+        (":::Danger{.red}\nShouting type names are lower-cased.\n:::", "danger"),
+        ("::::info\nOuter.\n\n:::tip\nInner.\n:::\n\nStill outer.\n::::", "info"),
+    ],
+)
+def test_docusaurus_admonitions_carry_their_type_as_label(adm: str, label: str) -> None:
+    blocks = split(f"# Doc\n\nBefore.\n\n{adm}\n\nAfter.\n")
+    assert kinds(blocks) == [H, P, A, P]
+    assert admonitions(blocks) == [(label, adm)]
+
+
+def test_mkdocstrings_directive_is_not_an_admonition() -> None:
+    # "::: package.Name" renders API docs; it never closes and must not swallow the prose after it.
+    blocks = split("# Reference\n\n::: fastapi.status\n    options:\n        show_root_heading: true\n\nPlain text.\n")
+    assert kinds(blocks) == [H, P]
+
+
+@pytest.mark.parametrize(
+    ("marker", "label"),
+    [
+        ("!!! note", "note"),
+        ('!!! warning "Mind the gap"', "warning"),
+        ('!!! note ""', "note"),
+        ("!!! note inline end", "note"),
+        ("??? tip", "tip"),
+        ('???+ Tip "Open by default"', "tip"),
+        ('!!! danger "Quotes \\"inside\\" the title"', "danger"),
+    ],
+)
+def test_mkdocs_admonition_is_one_block_with_its_indented_body(marker: str, label: str) -> None:
+    adm = f"{marker}\n    First paragraph of the body.\n\n\n    Second paragraph, after two blank lines."
+    blocks = split(f"Intro.\n\n{adm}\n\nBack at the top level.\n")
+    assert kinds(blocks) == [P, A, P]
+    assert admonitions(blocks) == [(label, adm)]
+    assert blocks[2].text == "Back at the top level."
+
+
+def test_mkdocs_admonition_keeps_fenced_code_and_nested_admonitions() -> None:
+    adm = (
+        '!!! example "Configure it"\n\n    Add this to the file:\n\n    ```toml\n    # a comment, not a heading\n'
+        "    [tool.x]\n\n    key = 1\n    ```\n\n    !!! warning\n        A nested warning.\n\n"
+        "        ??? note\n            Deeper still.\n\n    Back in the outer body.\n\t(a tab indents four columns)"
+    )
+    blocks = split(f"# Config\n\n{adm}\n\n## Next\n\nText.\n")
+    assert kinds(blocks) == [H, A, H, P]
+    assert admonitions(blocks) == [("example", adm)]
+
+
+def test_mkdocs_marker_without_an_indented_body_is_a_one_line_block() -> None:
+    blocks = split("!!! note\nNot indented: this is an ordinary paragraph.\n\n!!! tip \"Just a title\"\n")
+    assert [(b.type, b.label, b.text) for b in blocks] == [
+        (A, "note", "!!! note"),
+        (P, None, "Not indented: this is an ordinary paragraph."),
+        (A, "tip", '!!! tip "Just a title"'),
+    ]
+
+
+def test_mkdocs_admonition_inside_a_list_item_takes_the_lines_indented_past_its_marker() -> None:
+    adm = "    !!! note\n        Inside the item's note.\n\n        ```bash\n        make\n        ```"
+    blocks = split(f"1. Build it:\n\n{adm}\n\n    Still in the item, after the note.\n\n2. Run it.\n")
+    assert kinds(blocks) == [P, A, P]
+    assert admonitions(blocks) == [("note", adm)]
+    assert blocks[2].text == "    Still in the item, after the note.\n\n2. Run it."
+
+
+def test_content_tabs_are_one_block_each() -> None:
+    tab1 = '=== "pip"\n\n    ```console\n    $ pip install thing\n    ```'
+    tab2 = '===! "conda"\n    Run this:\n\n        conda install thing'
+    tab3 = '===+ "From source"\n\n    Clone the repository first.'
+    blocks = split(f"## Install\n\n{tab1}\n\n{tab2}\n{tab3}\n\nDone.\n")
+    assert kinds(blocks) == [H, A, A, A, P]
+    assert admonitions(blocks) == [("tab", tab1), ("tab", tab2), ("tab", tab3)]
+
+
+@pytest.mark.parametrize(
+    ("adm", "label"),
+    [
+        ("/// note | A title\n\nSome text.\n\n///", "note"),
+        ("/// tip\nShort.\n///", "tip"),
+        ("/// details | Summary\n    type: warning\n\nHidden text.\n///", "details"),
+        ("/// admonition | Custom\n    type: danger\n\nText.\n///", "admonition"),
+        ("/// note\n```text\n///\n# not a heading, not a closer\n```\n///", "note"),
+    ],
+    ids=["titled", "plain", "details-with-options", "generic-admonition", "closer-in-code"],
+)
+def test_pymdownx_blocks_are_one_block(adm: str, label: str) -> None:
+    blocks = split(f"# Doc\n\n{adm}\n\nAfter.\n")
+    assert kinds(blocks) == [H, A, P]
+    assert admonitions(blocks) == [(label, adm)]
+
+
+def test_pymdownx_blocks_nest_by_slash_count() -> None:
+    outer = (
+        "//// tab | Python 3.10+\n\n/// tip\n\nA tip in a tab.\n\n///\n\n"
+        "```Python\nx: int | None = None\n```\n\n////"
+    )
+    same = "/// details | Outer\n/// note\nSame slash count nests too.\n///\nOuter again.\n///"
+    blocks = split(f"{outer}\n\n{same}\n")
+    assert admonitions(blocks) == [("tab", outer), ("details", same)]
+
+
+def test_unclosed_pymdownx_block_stops_before_the_next_heading() -> None:
+    blocks = split("Intro.\n\n/// warning | Never closed\n\nBody.\n\n## Next\n\nText.\n")
+    assert kinds(blocks) == [P, A, H, P]
+    assert (blocks[1].label, blocks[1].unclosed) == ("warning", True)
+    assert blocks[1].text == "/// warning | Never closed\n\nBody."
+
+
+def test_stray_pymdownx_closer_is_prose() -> None:
+    blocks = split("///\n\n/// tip\nA tip.\n///\n")
+    assert [(b.type, b.text) for b in blocks] == [(P, "///"), (A, "/// tip\nA tip.\n///")]
+
+
+@pytest.mark.parametrize("kind", ["NOTE", "TIP", "IMPORTANT", "WARNING", "CAUTION", "note", "Caution"])
+def test_github_alerts_are_one_block(kind: str) -> None:
+    alert = f"> [!{kind}]\n> First line.\n>\n> - a list in the alert\n> ```\n> # code, not a heading\n> ```"
+    blocks = split(f"# Doc\n\nBefore.\n\n{alert}\n\nAfter.\n")
+    assert kinds(blocks) == [H, P, A, P]
+    assert admonitions(blocks) == [(kind.lower(), alert)]
+
+
+def test_github_alert_takes_lazy_continuation_lines() -> None:
+    alert = "> [!IMPORTANT]\n> Back up your data\nbefore upgrading, because the format\nchanged."
+    after = "- a list item starts a block of its own\n\n> [!TIP]\n>\nNot lazy: the quote line before is blank.\n"
+    blocks = split(f"{alert}\n{after}")
+    assert [(b.type, b.label) for b in blocks] == [(A, "important"), (P, None), (A, "tip"), (P, None)]
+    assert blocks[0].text == alert
+    assert blocks[2].text == "> [!TIP]\n>"
+
+
+def test_alert_marker_inside_a_quote_is_not_an_alert() -> None:
+    blocks = split("> An ordinary quote\n> [!NOTE]\n> still the same quote\n")
+    assert kinds(blocks) == [P]
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [":::note", "/// note", "!!! note", "??? tip", '=== "Tab"', "> [!NOTE]"],
+)
+def test_markers_inside_fenced_code_are_code(marker: str) -> None:
+    code = f"```markdown\n{marker}\n    indented body\n///\n:::\n```"
+    blocks = split(f"# Syntax\n\n{code}\n\nText.\n")
+    assert kinds(blocks) == [H, C, P] and blocks[1].text == code
+    listed = f"- Write it like this:\n\n    ```markdown\n    {marker}\n        body\n    ```\n\n- Next item."
+    blocks = split(listed)
+    assert kinds(blocks) == [P] and blocks[0].text == listed
+
+
+def test_other_blocks_have_no_label() -> None:
+    blocks = split("# H\n\ntext\n\n```\ncode\n```\n\n| a |\n|---|\n| 1 |\n")
+    assert [b.label for b in blocks] == [None, None, None, None]
+
+
+# -- real-world-style pages (written for these tests, in the style of each project's docs) -------
+FASTAPI_STYLE = """\
+# Query Parameters { #query-parameters }
+
+Function parameters that are not path parameters are read from the query string.
+
+{* ../../docs_src/query_params/tutorial001_py310.py hl[9] *}
+
+/// tip
+
+Enums work for query parameters the same way as for path parameters.
+
+///
+
+## Optional parameters { #optional-parameters }
+
+{* ../../docs_src/query_params/tutorial002_py310.py hl[7] *}
+
+//// tab | Python 3.10+
+
+```Python hl_lines="1"
+q: str | None = None
+```
+
+////
+
+//// tab | Python 3.9+ non-Annotated
+
+/// tip
+
+Use the `Annotated` version when you can.
+
+///
+
+```Python
+q: Union[str, None] = None
+```
+
+////
+
+/// details | Technical details
+
+The query string is everything after the `?` in the URL,
+as `key=value` pairs separated by `&`.
+
+///
+
+1. Start the server:
+
+    /// note
+
+    The `--reload` flag is for development only.
+
+    ///
+
+    Then open the browser.
+
+## Recap { #recap }
+
+That's all.
+"""
+
+
+def test_fastapi_style_page() -> None:
+    blocks = split(FASTAPI_STYLE)
+    assert [(b.type, b.label) for b in blocks] == [
+        (H, None), (P, None), (A, "tip"),
+        (H, None), (P, None), (A, "tab"), (A, "tab"), (A, "details"), (P, None), (A, "note"), (P, None),
+        (H, None), (P, None),
+    ]
+    assert blocks[1].text.endswith("{* ../../docs_src/query_params/tutorial001_py310.py hl[9] *}")
+    assert blocks[6].text.startswith("//// tab | Python 3.9+") and "/// tip" in blocks[6].text
+    assert blocks[6].text.endswith("q: Union[str, None] = None\n```\n\n////")
+    assert blocks[9].text == "    /// note\n\n    The `--reload` flag is for development only.\n\n    ///"
+    assert not any(b.unclosed for b in blocks)
+
+
+UV_STYLE = """\
+# Installing the tool
+
+## Installation methods
+
+### Standalone installer
+
+Use the standalone installer to download and install the tool:
+
+=== "macOS and Linux"
+
+    Download the script with `curl` and run it with `sh`:
+
+    ```console
+    $ curl -LsSf https://example.com/install.sh | sh
+    ```
+
+    Without `curl`, use `wget`:
+
+    ```console
+    $ wget -qO- https://example.com/install.sh | sh
+    ```
+
+=== "Windows"
+
+    Use `irm` to download the script and `iex` to run it:
+
+    ```pwsh-session
+    PS> powershell -ExecutionPolicy ByPass -c "irm https://example.com/install.ps1 | iex"
+    ```
+
+!!! tip
+
+    The script can be read before it is run:
+
+    ```console
+    $ curl -LsSf https://example.com/install.sh | less
+    ```
+
+The installer puts the binary on the `PATH`.
+
+!!! note "Shell completion"
+    Enable completion for your shell:
+
+    === "Bash"
+
+        ```bash
+        echo 'eval "$(tool completion bash)"' >> ~/.bashrc
+        ```
+
+    === "Zsh"
+
+        ```bash
+        echo 'eval "$(tool completion zsh)"' >> ~/.zshrc
+        ```
+
+## Upgrading
+
+Run `tool self update`.
+"""
+
+
+def test_uv_style_page() -> None:
+    blocks = split(UV_STYLE)
+    assert [(b.type, b.label) for b in blocks] == [
+        (H, None), (H, None), (H, None), (P, None),
+        (A, "tab"), (A, "tab"), (A, "tip"), (P, None), (A, "note"),
+        (H, None), (P, None),
+    ]
+    assert blocks[4].text.startswith('=== "macOS and Linux"') and blocks[4].text.endswith("install.sh | sh\n    ```")
+    assert blocks[4].text.count("```") == 4
+    assert blocks[5].text.startswith('=== "Windows"') and "iex" in blocks[5].text
+    assert blocks[8].text.endswith("~/.zshrc\n        ```") and '=== "Bash"' in blocks[8].text
+
+
+# -- robustness of the new markers -----------------------------------------------------------------
+ADMONITION_TRICKY = [
+    "/// note\n```\n///\n",  # unclosed fence inside an unclosed block
+    "//// tab | A\n/// tip\n////\n///\n",  # closers out of order
+    "!!! note\n\n\n",
+    "!!!\n??? \n=== \"\"\n===\n/// \n> [!NOTE\n",  # markers that are not quite markers
+    "> [!NOTE]\n> ```\nlazy?\n```\n# H\n",
+    "- item\n    === \"Tab\"\n        body\n  back in the item\n",
+    ":::note\n!!! tip\n    :::\n:::\nafter\n",
+    "$$\n```\n$$\n:::note\n# H\n```\n",
+]
+
+
+@pytest.mark.parametrize("body", ADMONITION_TRICKY)
+def test_line_coverage_invariant_on_tricky_admonitions(body: str) -> None:
+    split(body)
+
+
+@pytest.mark.parametrize("marker", [":::note", "/// note", "//// tab | T"])
+def test_many_unclosed_blocks_between_headings_stay_linear(marker: str) -> None:
+    # Each block walks to the end of the page looking for its closer; the walk must be shared.
+    def page(n: int) -> str:
+        return "".join(f"{marker}\ntext\n## Heading {i}\n" for i in range(n))
+
+    blocks = split(page(2_000))
+    assert sum(b.unclosed for b in blocks) == 2_000
+    assert _growth(page, 2_000) < 10
+
+
+def test_many_markdown_markers_stay_linear() -> None:
+    def page(n: int) -> str:
+        return "".join(f'!!! note\n    body {i}\n=== "Tab {i}"\n\n    tab body\n> [!TIP]\n> tip\n' for i in range(n))
+
+    assert sum(b.type is A for b in split(page(1_000))) == 3_000
+    assert _growth(page, 1_000) < 10
+
+
+def test_stored_blocks_without_a_label_still_load() -> None:
+    # Block records stored before Block.label existed have no "label" key.
+    from rag_assets.index.stage_store import blocks_from_list, blocks_to_list
+
+    old = [{"type": "admonition", "text": ":::note\nx\n:::", "heading_level": None, "start_line": 0, "unclosed": False}]
+    assert blocks_from_list(old) == [Block(A, ":::note\nx\n:::", start_line=0)]
+    new = split_markdown("!!! tip\n    body\n")
+    assert blocks_from_list(blocks_to_list(new)) == new and new[0].label == "tip"
