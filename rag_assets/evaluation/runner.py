@@ -51,6 +51,9 @@ class EvaluationReport:
     questions: list[EvalQuestion] = field(default_factory=list, repr=False)
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     ragas_seconds: dict[str, float] = field(default_factory=dict)
+    # what was scored: {"kind": "labelled", "paths": [...]} or a synthetic set's description
+    # ({"kind": "synthetic", "version", "generator", ...}: rag_assets.evaluation.synthetic)
+    eval_set: dict[str, Any] = field(default_factory=dict)
 
     # -- views ---------------------------------------------------------------------------------
     def metric_names(self, level: str | None = None) -> list[str]:
@@ -90,7 +93,7 @@ class EvaluationReport:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict: ``modes`` (mode → metric → value, ragas ones prefixed ``ragas.``),
-        ``skipped``, ``rows``; NaN becomes ``null``."""
+        ``skipped``, ``rows``, ``eval_set`` (what was scored); NaN becomes ``null``."""
         modes = {
             m: {**self.metrics.get(m, {}), **{f"ragas.{k}": v for k, v in self.ragas.get(m, {}).items()}}
             for m in self.modes
@@ -102,6 +105,7 @@ class EvaluationReport:
                 "questions": len(self.questions),
                 "modes": modes,
                 "skipped": dict(self.skipped),
+                "eval_set": dict(self.eval_set),
                 "rows": self.rows.to_dict(orient="records"),
             }
         )
