@@ -124,6 +124,12 @@ class Settings:
     eval_check_severity: str = "WARN"  # WARN | ERROR
     # extra labelled corpora scored on side indexes: "name=folder;name2=folder2" (rag_assets/evaluation/corpora.py)
     eval_corpora: str = ""
+    # synthetic eval sets, generated from the documents (rag_assets/evaluation/synthetic.py): "auto" = for an
+    # index or corpus with no labelled set, "always" = also next to labelled sets, "off" = never
+    eval_synthetic: str = "auto"
+    eval_synthetic_questions: int = 100
+    eval_synthetic_seed: int = 0
+    eval_synthetic_generator: str = "auto"  # auto (an LLM when a chat model is configured) | offline | llm
     # answers (rag_assets.answer.generation, `rag ask`): an OpenAI-compatible chat endpoint at OPENAI_BASE_URL with OPENAI_API_KEY
     chat_model: str = ""  # "" = gpt-4o-mini; set it (or OPENAI_BASE_URL) to have RAGPipeline.query() answer too
     chat_temperature: float = 0.3
@@ -200,6 +206,14 @@ class Settings:
             raise ConfigurationError(f"RAG_RETRIEVAL_MODE: {exc}") from None
         if self.eval_check_severity.upper() not in ("WARN", "ERROR"):
             raise ConfigurationError(f"RAG_EVAL_CHECK_SEVERITY must be WARN or ERROR, got {self.eval_check_severity!r}")
+        if self.eval_synthetic not in ("auto", "always", "off"):
+            raise ConfigurationError(f"RAG_EVAL_SYNTHETIC must be auto, always or off, got {self.eval_synthetic!r}")
+        if self.eval_synthetic_generator not in ("auto", "offline", "llm"):
+            raise ConfigurationError(
+                f"RAG_EVAL_SYNTHETIC_GENERATOR must be auto, offline or llm, got {self.eval_synthetic_generator!r}")
+        if self.eval_synthetic_questions <= 0:
+            raise ConfigurationError(
+                f"RAG_EVAL_SYNTHETIC_QUESTIONS must be a positive integer, got {self.eval_synthetic_questions}")
         if self.embedder not in (LOCAL_EMBEDDER, OPENAI_EMBEDDER):
             raise ConfigurationError(
                 f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {self.embedder!r}"
@@ -270,6 +284,10 @@ ENV_VARS: dict[str, str] = {
     "eval_min_hybrid_recall_at_5": "RAG_EVAL_MIN_HYBRID_RECALL_AT_5",
     "eval_check_severity": "RAG_EVAL_CHECK_SEVERITY",
     "eval_corpora": "RAG_EVAL_CORPORA",
+    "eval_synthetic": "RAG_EVAL_SYNTHETIC",
+    "eval_synthetic_questions": "RAG_EVAL_SYNTHETIC_QUESTIONS",
+    "eval_synthetic_seed": "RAG_EVAL_SYNTHETIC_SEED",
+    "eval_synthetic_generator": "RAG_EVAL_SYNTHETIC_GENERATOR",
     "chat_model": "RAG_CHAT_MODEL",
     "chat_temperature": "RAG_CHAT_TEMPERATURE",
     "chat_max_tokens": "RAG_CHAT_MAX_TOKENS",

@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", help="the Chroma collection to search (default: RAG_COLLECTION or rag_chunks)")
     add_filter_arguments(p)
 
-    p = sub.add_parser("evaluate", help="score retrieval on the eval sets (materializes retrieval_evaluation)")
+    p = sub.add_parser("evaluate", help="score retrieval on the eval sets, or on a synthetic set generated from the "
+                                        "documents when there is none (materializes retrieval_evaluation)")
     p.add_argument("--eval-set", action="append", metavar="FILE.jsonl",
                    help="an eval set (repeatable; default: every *.jsonl under RAG_EVAL_DIR)")
     p.add_argument("--test-set", metavar="FILE",
@@ -387,7 +388,7 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
 
 def _evaluate(args) -> int:
     from rag_assets.config import Settings
-    from rag_assets.evaluation.corpora import NO_EVAL_SET, main_eval_sets, parse_eval_corpora
+    from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
     from rag_assets.evaluation.test_set import is_test_set_json
     from rag_assets.orchestration.runs import evaluate
 
@@ -402,8 +403,9 @@ def _evaluate(args) -> int:
         corpora = parse_eval_corpora(settings.eval_corpora)
     except ValueError as exc:
         raise ConfigurationError(f"RAG_EVAL_CORPORA: {exc}") from None
-    if not main_eval_sets(settings.eval_dir, args.eval_set or []) and not corpora:
-        print(f"rag: {NO_EVAL_SET.format(eval_dir=settings.eval_dir)}", file=sys.stderr)
+    # no labelled set: the index is scored on a synthetic set generated from its documents, unless those are off
+    if not main_eval_sets(settings.eval_dir, args.eval_set or []) and not corpora and settings.eval_synthetic == "off":
+        print(f"rag: {NO_EVAL_SET.format(eval_dir=settings.eval_dir)}{SYNTHETIC_OFF}", file=sys.stderr)
         return EXIT_USAGE
     if args.top_k and not _valid_count(args.top_k, "--top-k"):
         return EXIT_USAGE
@@ -414,27 +416,29 @@ def _evaluate(args) -> int:
     if not outcome.success:
         print(f"rag: evaluation failed (run {outcome.run_id}): {outcome.error}", file=sys.stderr)
         return EXIT_PARTIAL
+    if outcome.skipped and not outcome.summary:
+        print(f"rag: {outcome.skipped}", file=sys.stderr)
+        return EXIT_USAGE
     modes = outcome.summary.get("modes", {})
+    # a synthetic set scored next to the labelled one (RAG_EVAL_SYNTHETIC=always)
+    extra = outcome.synthetic_summary if outcome.synthetic_rows_path != outcome.rows_path else {}
     if args.json:
         import pandas as pd
 
         rows = pd.read_parquet(outcome.rows_path).to_dict(orient="records") if outcome.rows_path else []
-        payload = {"metrics": modes, "checks": outcome.checks, "skipped": outcome.summary.get("skipped", {}),
+        payload = {"metrics": modes, "eval_set": outcome.summary.get("eval_set", {}), "checks": outcome.checks,
+                   "skipped": outcome.summary.get("skipped", {}),
                    "questions": outcome.summary.get("questions"), "top_k": outcome.summary.get("top_k"),
                    "run_id": outcome.run_id, "rows": rows}
+        if extra:
+            payload["synthetic"] = {"metrics": extra.get("modes", {}), "eval_set": extra.get("eval_set", {}),
+                                    "questions": extra.get("questions"), "rows_path": outcome.synthetic_rows_path}
         print(json.dumps(payload, indent=2, default=_jsonable, ensure_ascii=False))
     else:
-        names = [m for m in RetrievalMode.names() if m in modes] + [m for m in modes if m not in RetrievalMode.names()]
-        print(f"{outcome.summary.get('questions')} questions, top_k={outcome.summary.get('top_k')} (run {outcome.run_id})")
-        print(f"{'metric':34}" + "".join(f"{m:>10}" for m in names))
-        for metric in _EVAL_TABLE:
-            values = [modes[m].get(metric) for m in names]
-            if all(v is None for v in values):
-                continue
-            print(f"{metric:34}" + "".join(f"{v:>10.3f}" if v is not None else f"{'-':>10}" for v in values))
-        for reason in sorted(set(outcome.summary.get("skipped", {}).values()))[:3]:
-            print(f"skipped: {reason}")
-        print(f"per-question results: {outcome.rows_path}")
+        _print_scores(outcome.summary, outcome.rows_path, outcome.run_id)
+        if extra:
+            print()
+            _print_scores(extra, outcome.synthetic_rows_path, outcome.run_id)
     sys.stdout.flush()
     failed_errors = 0
     for name, check in outcome.checks.items():
@@ -443,6 +447,27 @@ def _evaluate(args) -> int:
         print(f"check {name}: {status}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
         failed_errors += (not check["passed"]) and check["severity"] == "ERROR"
     return EXIT_PARTIAL if failed_errors else EXIT_OK
+
+
+def _print_scores(summary: dict, rows_path, run_id: str) -> None:
+    """One eval set's table, one column per mode; a synthetic set's is titled so."""
+    modes = summary.get("modes", {})
+    eval_set = summary.get("eval_set") or {}
+    names = [m for m in RetrievalMode.names() if m in modes] + [m for m in modes if m not in RetrievalMode.names()]
+    if eval_set.get("kind") == "synthetic":
+        print(f"SYNTHETIC eval set (generated from the documents, not labelled by a person): version "
+              f"{eval_set.get('version')}, generator {eval_set.get('generator')}, {eval_set.get('documents')} documents "
+              f"({eval_set.get('path')}); put a labelled *.jsonl under RAG_EVAL_DIR to score that instead")
+    print(f"{summary.get('questions')} questions, top_k={summary.get('top_k')} (run {run_id})")
+    print(f"{'metric':34}" + "".join(f"{m:>10}" for m in names))
+    for metric in _EVAL_TABLE:
+        values = [modes[m].get(metric) for m in names]
+        if all(v is None for v in values):
+            continue
+        print(f"{metric:34}" + "".join(f"{v:>10.3f}" if v is not None else f"{'-':>10}" for v in values))
+    for reason in sorted(set(summary.get("skipped", {}).values()))[:3]:
+        print(f"skipped: {reason}")
+    print(f"per-question results: {rows_path}")
 
 
 def _evaluate_test_set(args) -> int:

@@ -2,7 +2,8 @@
 
 - Main: every ``*.jsonl`` under RAG_EVAL_DIR (or the files given), scored against the main index.
 - Extra corpora (``RAG_EVAL_CORPORA="fastapi=data/samples/fastapi;other=/path"``): each folder holds
-  its documents in ``docs/`` and its questions in ``*.jsonl`` (top level or ``eval/``). Each gets a
+  its documents in ``docs/`` and its questions in ``*.jsonl`` (top level or ``eval/``); without
+  questions it is scored on a synthetic set (rag_assets.evaluation.synthetic, RAG_EVAL_SYNTHETIC). Each gets a
   side index of its own (its own Chroma collection and state under
   ``<RAG_STATE_DIR>/eval_corpora/<name>/``), kept current by rag_assets.ingest.folder_index, so the UI can
   show every corpus side by side per mode without touching the main index.
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 NO_EVAL_SET = "no eval set: put *.jsonl files under {eval_dir}, pass one (rag evaluate --eval-set FILE), or set RAG_EVAL_CORPORA"
+SYNTHETIC_OFF = " (synthetic sets are off: RAG_EVAL_SYNTHETIC=off)"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 
 
@@ -31,11 +33,12 @@ class EvalCorpus:
     def eval_sets(self) -> list[Path]:
         return sorted(self.folder.glob("*.jsonl")) + sorted((self.folder / "eval").glob("*.jsonl"))
 
-    def problem(self) -> str | None:
-        """Why this corpus cannot be scored, or None."""
+    def problem(self, require_eval_set: bool = True) -> str | None:
+        """Why this corpus cannot be scored, or None. ``require_eval_set=False``: a corpus without a
+        labelled set is scored on a synthetic one (RAG_EVAL_SYNTHETIC), so only docs/ is needed."""
         if not self.docs_dir.is_dir():
             return f"eval corpus {self.name}: no docs/ folder in {self.folder}"
-        if not self.eval_sets():
+        if require_eval_set and not self.eval_sets():
             return f"eval corpus {self.name}: no *.jsonl eval set in {self.folder} (or its eval/ folder)"
         return None
 

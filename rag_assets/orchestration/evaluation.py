@@ -9,7 +9,13 @@ eval_labels_resolve (every expected source still exists in the index).
 Extra labelled corpora (RAG_EVAL_CORPORA, e.g. the bundled FastAPI sample) are indexed into side
 indexes of their own and scored the same way; their numbers are prefixed with the corpus name
 (``fastapi/hybrid/section.mrr@10``), so the UI plots every corpus side by side per mode.
-With no eval set at all the asset materializes with ``skipped`` and the reason, and no check.
+An index (or extra corpus) with no labelled set is scored on a synthetic one instead: the
+``synthetic_eval_set`` asset generates known-item questions from the documents themselves
+(rag_assets.evaluation.synthetic; RAG_EVAL_SYNTHETIC=auto|always|off). Its numbers are always
+prefixed ``synthetic/`` (``synthetic/hybrid/section.mrr@10``), its tables titled so, its saved JSON
+says ``"eval_set": {"kind": "synthetic", ...}``, and no check rides on them (the thresholds are for
+labelled sets). With synthetic sets off and no eval set, the asset materializes with ``skipped`` and
+the reason, and no check.
 """
 
 import math
@@ -22,7 +28,7 @@ import dagster as dg
 from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.modes import RetrievalMode
 
-from .assets import vector_index
+from .assets import document_catalog, vector_index
 from .resources import EmbedderResource, VectorStoreResource, current_settings
 
 EVALUATION = "evaluation"
@@ -35,6 +41,108 @@ PLOTTED = (
 )
 
 
+SYNTHETIC = "synthetic"
+SYNTHETIC_PREFIX = f"{SYNTHETIC}/"  # every number, table and file of a synthetic set carries it
+
+
+class SyntheticEvalConfig(dg.Config):
+    always: bool = False  # build it even when the main index has a labelled set (as RAG_EVAL_SYNTHETIC=always)
+
+
+def synthetic_wanted(settings, labelled: bool) -> bool:
+    """Whether an index (or corpus) is scored on a synthetic set: RAG_EVAL_SYNTHETIC=always, or auto
+    and it has no labelled set."""
+    return settings.eval_synthetic == "always" or (settings.eval_synthetic == "auto" and not labelled)
+
+
+def question_llm(settings):
+    """The chat model that writes synthetic questions, or None for offline ones
+    (RAG_EVAL_SYNTHETIC_GENERATOR: auto = when a chat model is configured)."""
+    if settings.eval_synthetic_generator == "offline":
+        return None
+    from rag_assets.answer.generation import ChatLLM, chat_configured
+    from rag_assets.errors import ConfigurationError
+
+    if settings.eval_synthetic_generator == "auto" and not chat_configured(settings):
+        return None
+    try:
+        return ChatLLM.from_settings(settings, temperature=0.0, max_tokens=300)
+    except ConfigurationError as exc:
+        raise dg.Failure(f"RAG_EVAL_SYNTHETIC_GENERATOR=llm: {exc}") from None
+
+
+def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
+    """Bring the synthetic set of the main docs folder (or of an extra corpus) up to date: only
+    changed documents are read and asked about again."""
+    from rag_assets.evaluation.synthetic import build_synthetic_set, folder_documents, synthetic_dir
+
+    known = None
+    if corpus is None:  # the main index's catalog: files whose stat did not change are not hashed again
+        try:
+            from rag_assets.index.stage_store import StageStore
+
+            known = StageStore.for_settings(settings).read_catalog()
+        except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed
+            known = None
+    sources, errors = folder_documents(settings, docs_dir, known)
+    for error in errors[:20]:
+        log.warning(f"synthetic eval set: {error}")
+    built = build_synthetic_set(sources, synthetic_dir(settings, corpus), size=settings.eval_synthetic_questions,
+                                seed=settings.eval_synthetic_seed, llm=question_llm(settings),
+                                concurrency=settings.openai_concurrency, logger=log.info)
+    for warning in built.warnings[:20]:
+        log.warning(f"synthetic eval set: {warning}")
+    return built
+
+
+def _synthetic_summary(built) -> dict:
+    m = built.manifest
+    sample = ["| question | expected | kind |", "|---|---|---|"]
+    for q in built.questions[:10]:
+        expected = "<br>".join(e.describe() for e in q.expected)
+        sample.append(f"| {q.question} | {expected} | {q.metadata.get('synthetic', {}).get('kind', '')} |")
+    return {
+        "kind": SYNTHETIC,
+        "version": m["version"],
+        "generator": m["generator"],
+        "seed": m["seed"],
+        "questions": m["questions"],
+        "documents": m["documents"],
+        "documents_regenerated": m["documents_regenerated"],
+        "documents_reused": m["documents_reused"],
+        "llm_calls": m["llm_calls"],
+        "llm_fallbacks": m["llm_fallbacks"],
+        "question_kinds": dg.MetadataValue.json(m["kinds"]),
+        "path": dg.MetadataValue.path(str(built.path)),
+        "sample_questions": dg.MetadataValue.md("\n".join(sample)),
+    }
+
+
+@dg.asset(
+    deps=[document_catalog],
+    group_name=EVALUATION,
+    description="Known-item questions generated from the documents (a synthetic eval set, versioned), "
+                "scored by retrieval_evaluation when the index has no labelled eval set. Only changed "
+                "documents are asked about again.",
+)
+def synthetic_eval_set(context: dg.AssetExecutionContext, config: SyntheticEvalConfig) -> dg.MaterializeResult:
+    """The main docs folder's synthetic eval set, under RAG_EVAL_RESULTS_DIR/synthetic/."""
+    from rag_assets.evaluation.corpora import main_eval_sets
+
+    settings = current_settings()
+    labelled = main_eval_sets(settings.eval_dir)
+    if not (config.always or synthetic_wanted(settings, bool(labelled))):
+        reason = ("synthetic sets are off (RAG_EVAL_SYNTHETIC=off)" if settings.eval_synthetic == "off" else
+                  f"not needed: {len(labelled)} labelled eval set(s) under {settings.eval_dir} are scored instead "
+                  "(RAG_EVAL_SYNTHETIC=always scores a synthetic set too)")
+        context.log.info(f"skipped: {reason}")
+        return dg.MaterializeResult(metadata={"kind": SYNTHETIC, "skipped": reason})
+    built = build_synthetic(settings, context.log)
+    context.log.info(f"synthetic eval set {built.version}: {len(built.questions)} questions, "
+                     f"{len(built.documents_regenerated)} document(s) asked about again, {built.documents_reused} reused")
+    return dg.MaterializeResult(metadata=_synthetic_summary(built), data_version=dg.DataVersion(built.version))
+
+
 class EvaluationConfig(dg.Config):
     eval_sets: list[str] = []  # JSONL files; [] = every *.jsonl under RAG_EVAL_DIR
     corpora: str = ""  # extra labelled corpora, "name=folder;..."; "" = RAG_EVAL_CORPORA
@@ -45,10 +153,11 @@ class EvaluationConfig(dg.Config):
 @dg.multi_asset(
     specs=[dg.AssetSpec(
         "retrieval_evaluation",
-        deps=[vector_index],
+        deps=[vector_index, synthetic_eval_set],
         group_name=EVALUATION,
         description="Hit@k, precision@k, recall@k, MRR, nDCG (section and document level) and ragas scores, "
-                    "per mode, on the main index and on every extra eval corpus.",
+                    "per mode, on the main index and on every extra eval corpus (on a synthetic eval set, "
+                    "labelled synthetic/, where there is no labelled one).",
     )],
     check_specs=[
         dg.AssetCheckSpec("retrieval_quality", asset="retrieval_evaluation",
@@ -69,8 +178,9 @@ def retrieval_evaluation(
 ):
     """Scores of every mode on the main index (RAG_EVAL_DIR) and on each extra corpus (RAG_EVAL_CORPORA)."""
     # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
-    from rag_assets.evaluation.corpora import NO_EVAL_SET, main_eval_sets, parse_eval_corpora
+    from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
     from rag_assets.evaluation.evalset import load_eval_sets
+    from rag_assets.evaluation.synthetic import synthetic_dir
 
     settings = current_settings()
     paths = main_eval_sets(settings.eval_dir, config.eval_sets)
@@ -79,10 +189,20 @@ def retrieval_evaluation(
     except ValueError as exc:
         raise dg.Failure(f"RAG_EVAL_CORPORA: {exc}") from None
     for corpus in corpora:
-        if corpus.problem():
-            raise dg.Failure(corpus.problem())
-    if not paths and not corpora:
-        reason = NO_EVAL_SET.format(eval_dir=settings.eval_dir)
+        problem = corpus.problem(require_eval_set=settings.eval_synthetic == "off")
+        if problem:
+            raise dg.Failure(problem)
+    use_synthetic = synthetic_wanted(settings, bool(paths))
+    if not paths and not corpora and not use_synthetic:
+        reason = NO_EVAL_SET.format(eval_dir=settings.eval_dir) + SYNTHETIC_OFF
+        context.log.info(f"skipped: {reason}")
+        yield dg.MaterializeResult(asset_key="retrieval_evaluation",
+                                   metadata={"skipped": reason, GENERATION_KEY: current_generation(settings)})
+        return
+    synthetic = _synthetic_for_evaluation(context, settings) if use_synthetic else None
+    if synthetic is not None and not synthetic.questions and not paths and not corpora:
+        reason = (f"no eval set, and nothing to generate a synthetic one from: no passage of prose in "
+                  f"{settings.docs_dir} (run `rag ingest` on a folder of documents, or put *.jsonl under {settings.eval_dir})")
         context.log.info(f"skipped: {reason}")
         yield dg.MaterializeResult(asset_key="retrieval_evaluation",
                                    metadata={"skipped": reason, GENERATION_KEY: current_generation(settings)})
@@ -102,7 +222,8 @@ def retrieval_evaluation(
             raise dg.Failure("no valid question in " + ", ".join(paths),
                              metadata={"errors": [str(e) for e in loaded.errors]})
         store = vector_store.open(model)
-        scored = _score(loaded.questions, model, store, settings, config.modes, top_k, settings.eval_results_dir)
+        scored = _score(loaded.questions, model, store, settings, config.modes, top_k, settings.eval_results_dir,
+                        {"kind": "labelled", "paths": paths})
         metadata.update(_report_metadata(scored, prefix=""))
         metadata.update({
             "questions": len(loaded.questions),
@@ -113,6 +234,19 @@ def retrieval_evaluation(
         if loaded.errors:
             metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
         checks = [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings)]
+    if synthetic is not None and synthetic.questions:
+        store = vector_store.open(model)
+        scored = _score(synthetic.questions, model, store, settings, config.modes, top_k, synthetic_dir(settings),
+                        synthetic.describe())
+        metadata.update(_report_metadata(scored, prefix=SYNTHETIC_PREFIX, synthetic=synthetic))
+        metadata.update({
+            f"{SYNTHETIC_PREFIX}questions": len(synthetic.questions),
+            f"{SYNTHETIC_PREFIX}version": synthetic.version,
+            f"{SYNTHETIC_PREFIX}eval_set": dg.MetadataValue.json(synthetic.describe()),
+        })
+        metadata.setdefault("chunks_in_index", store.count())
+    metadata["eval_set_kind"] = "+".join(k for k, on in (("labelled", bool(paths)), (SYNTHETIC, synthetic is not None
+                                                                                      and bool(synthetic.questions))) if on)
     for corpus in corpora:
         metadata.update(_score_corpus(context, corpus, model, settings, config.modes, top_k))
 
@@ -123,13 +257,27 @@ def retrieval_evaluation(
             yield check
 
 
-def _score(questions, model, store, settings, modes, top_k, results_dir):
+def _synthetic_for_evaluation(context, settings):
+    """The set synthetic_eval_set wrote in this same run, else brought up to date here (when this asset
+    runs on its own: only changed documents cost anything)."""
+    from rag_assets.evaluation.synthetic import load_synthetic_set, synthetic_dir
+
+    event = context.instance.get_latest_materialization_event(synthetic_eval_set.key)
+    if event is not None and event.run_id == context.run_id:
+        loaded = load_synthetic_set(synthetic_dir(settings))
+        if loaded is not None:
+            return loaded
+    return build_synthetic(settings, context.log)
+
+
+def _score(questions, model, store, settings, modes, top_k, results_dir, eval_set: dict):
     from rag_assets.evaluation.runner import evaluate_retrieval
     from rag_assets.retrieval.retriever import Retriever
 
     retriever = Retriever(model, store, settings)
     started = time.perf_counter()
     report = evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k)
+    report.eval_set = eval_set
     return _Scored(report, time.perf_counter() - started, report.save(results_dir))
 
 
@@ -147,30 +295,47 @@ def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
     from rag_assets.ingest.folder_index import index_folder
     from rag_assets.index.chroma_store import ChromaStore
 
+    from rag_assets.evaluation.synthetic import synthetic_dir
+
     side = corpus.settings(settings)
     # the main embedding cache: a text embedded for either index is never embedded again
     cache = EmbeddingCache.for_settings(settings)
     synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json")
     for error in synced["errors"]:
         context.log.warning(f"eval corpus {corpus.name}: {error['doc_path']}: {error['error']}")
-    loaded = load_eval_sets(corpus.eval_sets())
-    for error in loaded.errors:
-        context.log.warning(f"eval corpus {corpus.name}: {error}")
-    if not loaded.questions:
-        raise dg.Failure(f"eval corpus {corpus.name}: no valid question in {corpus.folder}")
     store = ChromaStore.for_settings(side, model)
-    scored = _score(loaded.questions, model, store, side, modes, top_k, settings.eval_results_dir / corpus.name)
+    prefix = f"{corpus.name}/"
+    if corpus.eval_sets():
+        loaded = load_eval_sets(corpus.eval_sets())
+        for error in loaded.errors:
+            context.log.warning(f"eval corpus {corpus.name}: {error}")
+        if not loaded.questions:
+            raise dg.Failure(f"eval corpus {corpus.name}: no valid question in {corpus.folder}")
+        questions, eval_set, results_dir, synthetic = (loaded.questions, {"kind": "labelled", "paths": [
+            str(p) for p in corpus.eval_sets()]}, settings.eval_results_dir / corpus.name, None)
+    else:  # no labelled set (and synthetic sets not off): a synthetic one of its own documents
+        synthetic = build_synthetic(settings, context.log, docs_dir=corpus.docs_dir, corpus=corpus.name)
+        if not synthetic.questions:
+            raise dg.Failure(f"eval corpus {corpus.name}: no eval set, and no passage of prose in {corpus.docs_dir} "
+                             "to generate a synthetic one from")
+        questions, eval_set, results_dir = synthetic.questions, synthetic.describe(), synthetic_dir(settings, corpus.name)
+        prefix += SYNTHETIC_PREFIX
+    scored = _score(questions, model, store, side, modes, top_k, results_dir, eval_set)
     return {
-        **_report_metadata(scored, prefix=f"{corpus.name}/"),
-        f"{corpus.name}/questions": len(loaded.questions),
+        **_report_metadata(scored, prefix=prefix, synthetic=synthetic),
+        f"{prefix}questions": len(questions),
         f"{corpus.name}/chunks_in_index": store.count(),
         f"{corpus.name}/documents_reindexed": synced["documents"] - synced["unchanged"],
     }
 
 
-def _report_metadata(scored: _Scored, prefix: str) -> dict:
-    """Plotted numbers per mode (``{prefix}{mode}/{metric}``), tables and worst questions."""
+def _report_metadata(scored: _Scored, prefix: str, synthetic=None) -> dict:
+    """Plotted numbers per mode (``{prefix}{mode}/{metric}``), tables and worst questions; a synthetic
+    set's tables say so in their title."""
     report = scored.report
+    title = "" if synthetic is None else (
+        f"**Synthetic eval set** {synthetic.version} ({synthetic.manifest['generator']}, "
+        f"{len(synthetic.questions)} questions generated from the documents, not labelled by a person)\n\n")
     metadata: dict = {
         f"{prefix}seconds": round(scored.seconds, 2),
         f"{prefix}results_parquet": dg.MetadataValue.path(str(scored.saved["parquet"])),
@@ -183,8 +348,8 @@ def _report_metadata(scored: _Scored, prefix: str) -> dict:
         for name, value in report.ragas.get(mode, {}).items():
             if not math.isnan(value):
                 metadata[f"{prefix}{mode}/ragas.{name}"] = round(float(value), 4)
-        metadata[f"{prefix}{mode}/table"] = dg.MetadataValue.md(report.markdown_table(mode))
-        metadata[f"{prefix}{mode}/worst_questions"] = dg.MetadataValue.md(_worst_table(report, mode))
+        metadata[f"{prefix}{mode}/table"] = dg.MetadataValue.md(title + report.markdown_table(mode))
+        metadata[f"{prefix}{mode}/worst_questions"] = dg.MetadataValue.md(title + _worst_table(report, mode))
     if report.skipped:
         metadata[f"{prefix}ragas_skipped"] = dg.MetadataValue.json(report.skipped)
     return metadata
@@ -230,4 +395,4 @@ def _labels_check(report, store, settings) -> dg.AssetCheckResult:
     )
 
 
-EVALUATION_ASSETS = [retrieval_evaluation]
+EVALUATION_ASSETS = [synthetic_eval_set, retrieval_evaluation]

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -42,7 +42,7 @@ from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
 
 from rag_assets.orchestration.definitions import defs as definitions
-from .evaluation import retrieval_evaluation
+from .evaluation import SYNTHETIC_PREFIX, retrieval_evaluation, synthetic_eval_set
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, vector_index
 from .noop_check import dagster_home, record_noop_token, run_storage_state
@@ -396,14 +396,20 @@ def _first_error_of(instance: dg.DagsterInstance, run_id: str) -> str:
 class EvaluateOutcome:
     run_id: str
     success: bool
-    summary: dict  # mode -> metric -> value, skipped, top_k, questions (the saved JSON)
+    # the main figures (the saved JSON: modes -> metric -> value, skipped, top_k, questions, eval_set):
+    # the labelled set's, or the synthetic set's when the index has no labelled one
+    summary: dict
     rows_path: str | None  # per-question parquet
     checks: dict[str, dict]  # check name -> {"passed", "severity", "metadata"}
     error: str = ""
+    synthetic_summary: dict = field(default_factory=dict)  # the synthetic set's figures, when it was scored
+    synthetic_rows_path: str | None = None
+    skipped: str = ""  # why nothing was scored (the asset's "skipped" metadata)
 
 
 def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -> EvaluateOutcome:
-    """Materialize retrieval_evaluation (a run on the instance, like one launched from the UI)."""
+    """Materialize retrieval_evaluation (a run on the instance, like one launched from the UI), after
+    synthetic_eval_set unless eval sets are given."""
     import json
 
     instance = get_instance()
@@ -412,15 +418,21 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -
         config["eval_sets"] = [str(Path(p).resolve()) for p in eval_sets]
     if top_k:
         config["top_k"] = top_k
+    selection = [retrieval_evaluation.key] if eval_sets else [synthetic_eval_set.key, retrieval_evaluation.key]
     run = definitions.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=instance,
-        asset_selection=[retrieval_evaluation.key],
+        asset_selection=selection,
         run_config={"ops": {"retrieval_evaluation": {"config": config}}, **_console_logging()},
         raise_on_error=False,
     )
     meta = _materialization_metadata(run).get("retrieval_evaluation", {})
-    rows_path = meta.get("results_parquet")
-    summary = json.loads(Path(rows_path).with_suffix(".json").read_text()) if rows_path else {}
+
+    def saved(path):
+        return json.loads(Path(path).with_suffix(".json").read_text()) if path else {}
+
+    synthetic_rows = meta.get(f"{SYNTHETIC_PREFIX}results_parquet")
+    rows_path = meta.get("results_parquet") or synthetic_rows
+    summary = saved(rows_path)
     checks = {
         e.check_name: {
             "passed": e.passed,
@@ -429,7 +441,8 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -
         }
         for e in run.get_asset_check_evaluations()
     }
-    return EvaluateOutcome(run.run_id, run.success, summary, rows_path, checks, "" if run.success else _first_error(run))
+    return EvaluateOutcome(run.run_id, run.success, summary, rows_path, checks, "" if run.success else _first_error(run),
+                           saved(synthetic_rows), synthetic_rows, str(meta.get("skipped") or ""))
 
 
 def _first_error(result: dg.ExecuteInProcessResult) -> str:

@@ -3,7 +3,8 @@ then the whole index verified and the evaluation. Off by default; switch it on i
 
 The schedule decides what is stale with the same rule as `rag ingest` and the sensor, over a fresh
 look at the folder, and asks for: the catalog run (it also removes vanished documents and orphaned
-vectors), runs over the stale documents in slices, `index_audit`, and `retrieval_evaluation`,
+vectors), runs over the stale documents in slices, `index_audit`, and `retrieval_evaluation` (with
+`synthetic_eval_set`),
 queued in that order (the run queue runs them one at a time)."""
 
 
@@ -15,7 +16,7 @@ from rag_assets.ingest.discovery import discover
 from rag_assets.index.stage_store import StageStore
 
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, index_audit
-from .evaluation import retrieval_evaluation
+from .evaluation import retrieval_evaluation, synthetic_eval_set
 from .partition_ranges import plan_runs
 from .resources import current_settings
 from .sensors import EVALUATION_RUN_TAGS, INDEX_RUN_TAGS
@@ -26,7 +27,7 @@ RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 @dg.schedule(
     name="nightly_reconcile",
     cron_schedule=RECONCILE_CRON,
-    target=[document_catalog, *PER_DOCUMENT_ASSETS, index_audit, retrieval_evaluation],
+    target=[document_catalog, *PER_DOCUMENT_ASSETS, index_audit, synthetic_eval_set, retrieval_evaluation],
     default_status=dg.DefaultScheduleStatus.STOPPED,
 )
 def nightly_reconcile(context: dg.ScheduleEvaluationContext):
@@ -49,6 +50,7 @@ def nightly_reconcile(context: dg.ScheduleEvaluationContext):
         requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",
                                       asset_selection=[a.key for a in PER_DOCUMENT_ASSETS], tags={**run.tags, **INDEX_RUN_TAGS}))
     requests.append(dg.RunRequest(run_key=f"reconcile-audit-{stamp}", asset_selection=[index_audit.key], tags=INDEX_RUN_TAGS))
-    requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}", asset_selection=[retrieval_evaluation.key],
+    requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}",
+                                  asset_selection=[synthetic_eval_set.key, retrieval_evaluation.key],
                                   tags=EVALUATION_RUN_TAGS))
     return requests

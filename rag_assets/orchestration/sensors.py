@@ -32,7 +32,7 @@ from rag_assets.config import Settings
 from rag_assets.index.generation import EMPTY as EMPTY_INDEX, current_generation
 
 from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions
-from .evaluation import GENERATION_KEY, retrieval_evaluation
+from .evaluation import GENERATION_KEY, retrieval_evaluation, synthetic_eval_set
 from .partition_ranges import plan_runs
 from .resources import current_settings
 
@@ -129,8 +129,9 @@ _IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.Da
     name="evaluation_sensor",
     minimum_interval_seconds=_SETTINGS_AT_LOAD.evaluation_interval_seconds,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    target=[retrieval_evaluation],
-    description="Re-scores retrieval after the index changed (batched: once ingestion runs are done).",
+    target=[synthetic_eval_set, retrieval_evaluation],
+    description="Re-scores retrieval after the index changed (batched: once ingestion runs are done); the "
+                "synthetic eval set is brought up to date first (a no-op where a labelled set exists).",
 )
 def evaluation_sensor(context: dg.SensorEvaluationContext):
     generation = current_generation(current_settings())

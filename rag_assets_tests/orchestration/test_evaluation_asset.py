@@ -12,7 +12,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from rag_assets_tests.conftest import SAMPLE_EVAL_SET
 from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions
-from rag_assets.orchestration.evaluation import retrieval_evaluation
+from rag_assets.orchestration.evaluation import retrieval_evaluation, synthetic_eval_set
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
 
 RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
@@ -143,17 +143,76 @@ def test_evaluation_sensor_waits_for_ingestion_runs_in_flight(indexed, rag_env, 
     indexed.report_run_canceled(evaluating)
 
 
-def test_no_eval_set_is_skipped_with_the_reason_not_failed(indexed, rag_env):
+def _materialized(result, name):
+    return {k: v.value for k, v in result.asset_materializations_for_node(name)[0].metadata.items()}
+
+
+def test_no_eval_set_scores_a_synthetic_set_labelled_synthetic(indexed, rag_env):
+    assert not list((rag_env / "eval").glob("*.jsonl"))
+    result = dg.materialize([synthetic_eval_set, retrieval_evaluation], instance=indexed, resources=RESOURCES)
+    assert result.success
+    made, meta = _materialized(result, "synthetic_eval_set"), _materialized(result, "retrieval_evaluation")
+    # the set: versioned, stored with the results (never under the labelled sets' folder)
+    assert made["kind"] == "synthetic" and made["questions"] == 3 and made["documents_regenerated"] == 3
+    assert made["path"] == str(rag_env / "eval_results" / "synthetic" / "eval_set.jsonl")
+    assert not (rag_env / "eval").exists() or not list((rag_env / "eval").iterdir())
+    lines = [json.loads(line) for line in open(made["path"], encoding="utf-8")]
+    assert {line["synthetic"]["set_version"] for line in lines} == {made["version"]}
+    event = indexed.get_latest_materialization_event(synthetic_eval_set.key)
+    assert event.asset_materialization.tags["dagster/data_version"] == made["version"]
+    # its scores: every mode, every key and table says synthetic, and no check judges them
+    assert meta["eval_set_kind"] == "synthetic" and meta["synthetic/version"] == made["version"]
+    for mode in ("vector", "keyword", "hybrid"):
+        assert 0.0 <= meta[f"synthetic/{mode}/section.recall@5"] <= 1.0
+        assert meta[f"synthetic/{mode}/table"].startswith("**Synthetic eval set**")
+        assert f"{mode}/section.recall@5" not in meta  # never where labelled figures are plotted
+    assert meta["synthetic/hybrid/section.recall@5"] >= 2 / 3
+    assert result.get_asset_check_evaluations() == []
+    saved = json.loads(open(meta["synthetic/results_parquet"].replace(".parquet", ".json")).read())
+    assert saved["eval_set"]["kind"] == "synthetic" and saved["eval_set"]["version"] == made["version"]
+
+    # a changed document is asked about again, the others are reused
+    doc = rag_env / "docs" / "rate-limits.md"
+    doc.write_text(doc.read_text().replace("at most 50 requests", "at most 60 requests"))
+    again = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES), "synthetic_eval_set")
+    assert again["documents_regenerated"] == 1 and again["documents_reused"] == 2
+
+
+def test_retrieval_evaluation_alone_brings_the_synthetic_set_up_to_date(indexed, rag_env):
+    result, meta, checks = _evaluate(indexed)
+    assert result.success and checks == {}
+    assert meta["synthetic/questions"] == 3 and (rag_env / "eval_results" / "synthetic" / "eval_set.jsonl").is_file()
+
+
+def test_a_labelled_set_is_scored_instead_and_the_synthetic_set_is_not_built(indexed, rag_env, monkeypatch):
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD)
+    result = dg.materialize([synthetic_eval_set, retrieval_evaluation], instance=indexed, resources=RESOURCES)
+    made, meta = _materialized(result, "synthetic_eval_set"), _materialized(result, "retrieval_evaluation")
+    assert made["skipped"].startswith("not needed: 1 labelled eval set")
+    assert meta["eval_set_kind"] == "labelled" and not any(k.startswith("synthetic/") for k in meta)
+    assert not (rag_env / "eval_results" / "synthetic").exists()
+    monkeypatch.setenv("RAG_EVAL_SYNTHETIC", "always")  # both, side by side; the checks judge the labelled set
+    result = dg.materialize([synthetic_eval_set, retrieval_evaluation], instance=indexed, resources=RESOURCES)
+    meta = _materialized(result, "retrieval_evaluation")
+    assert meta["eval_set_kind"] == "labelled+synthetic" and meta["questions"] == 3
+    assert "hybrid/section.recall@5" in meta and "synthetic/hybrid/section.recall@5" in meta
+    assert {e.check_name for e in result.get_asset_check_evaluations()} == {"retrieval_quality", "eval_labels_resolve"}
+
+
+def test_no_eval_set_with_synthetic_sets_off_is_skipped_with_the_reason_not_failed(indexed, rag_env, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_SYNTHETIC", "off")
     assert not list((rag_env / "eval").glob("*.jsonl"))
     result, meta, checks = _evaluate(indexed)
     assert result.success
     assert meta["skipped"].startswith("no eval set") and str(rag_env / "eval") in meta["skipped"]
+    assert "RAG_EVAL_SYNTHETIC=off" in meta["skipped"]
     assert checks == {}  # nothing was checked: neither passed nor failed
 
 
-def test_rag_evaluate_without_eval_set_prints_one_line_and_exits_non_zero(rag_env, dagster_home):
+def test_rag_evaluate_without_eval_set_and_synthetic_off_prints_one_line_and_exits_non_zero(rag_env, dagster_home):
+    env = {**os.environ, "RAG_EVAL_SYNTHETIC": "off"}
     proc = subprocess.run([sys.executable, "-m", "rag_assets", "evaluate"], capture_output=True, text=True,
-                          env=os.environ.copy(), timeout=300)
+                          env=env, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("rag: no eval set")
     assert "Traceback" not in proc.stderr and proc.stdout == ""
@@ -178,6 +237,15 @@ def test_extra_corpus_is_indexed_on_its_own_and_scored_side_by_side(indexed, rag
     assert meta["pumps/documents_reindexed"] == 1 and meta["chunks_in_index"] > 1  # main index untouched
     _, again, _ = _evaluate(indexed)
     assert again["pumps/documents_reindexed"] == 0  # unchanged files are not read again
+
+    (corpus / "eval.jsonl").unlink()  # a corpus without a labelled set is scored on a synthetic one of its own
+    (corpus / "docs" / "pumps" / "seals.md").write_text(
+        "# Pumps\n\n## Seal replacement\n\nReplace the pump seal every spring; a dripping pump means the seal is "
+        "worn out and the bearings behind it will rust within weeks, so order the spare seal kit in advance.\n")
+    result, meta, _ = _evaluate(indexed)
+    assert result.success and meta["pumps/synthetic/questions"] == 1
+    assert "pumps/synthetic/hybrid/section.recall@5" in meta and "pumps/hybrid/section.recall@5" not in meta
+    assert (rag_env / "eval_results" / "pumps" / "synthetic" / "eval_set.jsonl").is_file()
 
     monkeypatch.setenv("RAG_EVAL_CORPORA", "pumps")  # no folder: a configuration error, said so
     failed = dg.materialize([retrieval_evaluation], instance=indexed, resources=RESOURCES, raise_on_error=False)

@@ -4,7 +4,7 @@ by headless Chromium (Debian's `chromium`, through the `playwright` package; no 
 It opens the global asset lineage, checks that every stage and every lineage edge is drawn, clicks
 "Materialize" on document_catalog, launches the per-document assets over all partitions (one run over
 the partition range, via the webserver's GraphQL `launchRun`: what a single-run backfill amounts to),
-clicks "Materialize" on retrieval_evaluation, and saves two screenshots: the asset graph and the
+clicks "Materialize" on synthetic_eval_set and retrieval_evaluation, and saves two screenshots: the asset graph and the
 evaluation's metadata plots, into the test's tmp dir (its path is printed); with
 RAG_UPDATE_SCREENSHOTS=1 they also replace docs/images/ (commit them when the UI changed).
 """
@@ -35,9 +35,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync",
 ]
 CHAIN = ["document_catalog", "parsed_documents", "markdown_blocks", "document_chunks", "chunk_embeddings", "vector_index"]
-STAGES = CHAIN + ["index_audit", "retrieval_evaluation"]  # both read the whole index
+STAGES = CHAIN + ["index_audit", "synthetic_eval_set", "retrieval_evaluation"]  # the whole index / the documents
 PER_DOCUMENT = CHAIN[1:]
-EDGES = set(zip(CHAIN, CHAIN[1:])) | {("vector_index", "index_audit"), ("vector_index", "retrieval_evaluation")}
+EDGES = set(zip(CHAIN, CHAIN[1:])) | {("vector_index", "index_audit"), ("vector_index", "retrieval_evaluation"),
+                                      ("document_catalog", "synthetic_eval_set"),
+                                      ("synthetic_eval_set", "retrieval_evaluation")}
 TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
 
 pytestmark = pytest.mark.skipif(
@@ -296,7 +298,14 @@ def test_asset_graph_materialize_and_evaluation_plot_in_the_browser(webserver, t
                                          "{ partitionStats { numMaterialized numPartitions } } } }")
             assert materialized["assetNodeOrError"]["partitionStats"] == {"numMaterialized": 3, "numPartitions": 3}
 
-            # 4. click "Materialize" on retrieval_evaluation, twice: the metadata plots draw a line
+            # 4. click "Materialize" on synthetic_eval_set (a labelled set exists: it records that it is not
+            # needed), then on retrieval_evaluation, twice: the metadata plots draw a line
+            page.goto(f"{webserver.url}/assets/synthetic_eval_set")
+            before = len(webserver.runs())
+            _materialize_button(page).click()
+            page.get_by_text(re.compile("Launched run")).last.wait_for()
+            runs = webserver.wait_for_runs(before + 1)
+            assert all(r["status"] == "SUCCESS" for r in runs), runs
             page.goto(f"{webserver.url}/assets/retrieval_evaluation")
             for _ in range(2):
                 before = len(webserver.runs())
@@ -340,10 +349,19 @@ def test_asset_graph_materialize_and_evaluation_plot_in_the_browser(webserver, t
     print(f"screenshots in {shots}; UI test took {time.monotonic() - started:.1f} s after the webserver was up")
 
 
+# The graph's viewport: the first ancestor of the SVG that clips it (the SVG's own parent moves as it pans)
+_VIEWPORT_JS = """svg => {
+  let e = svg.parentElement;
+  while (e && getComputedStyle(e).overflow !== 'hidden') e = e.parentElement;
+  const r = (e || svg.parentElement).getBoundingClientRect();
+  return {x: r.x, y: r.y, width: r.width, height: r.height};
+}"""
+
+
 def _center_graph(page) -> None:
     """Pan (mouse wheel) so the graph sits in the middle of its canvas."""
     for _ in range(3):
-        canvas = page.locator("svg:has(> foreignObject)").first.locator("xpath=..").bounding_box()
+        canvas = page.locator("svg:has(> foreignObject)").first.evaluate(_VIEWPORT_JS)
         groups = [b for b in (f.bounding_box() for f in page.locator("svg foreignObject.group").all()) if b]
         if not canvas or not groups:
             return
