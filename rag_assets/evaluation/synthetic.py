@@ -69,6 +69,8 @@ DEFAULT_SIZE = 100
 MIN_WORDS = 20  # prose words a passage needs to be asked about
 MIN_SENTENCE_WORDS, MAX_SENTENCE_WORDS = 8, 40
 HEADING_SHARE = 0.5  # of the passages of documents with headings: heading questions (the rest: sentences)
+# offline question styles -> share of heading questions; "verbatim": undisturbed sentences (a benchmark baseline)
+STYLES = {"mixed": HEADING_SHARE, "heading": 1.0, "sentence": 0.0, "verbatim": 0.0}
 KEEP_SHARE = 0.65  # content words of a sentence kept in its question
 SYNONYM_SHARE = 0.5  # kept words that have a common synonym and get it
 MAX_QUESTION_WORDS = 9
@@ -393,10 +395,13 @@ def disturb(text: str, rng: random.Random, *, keep: float = KEEP_SHARE, synonyms
 _OPENERS = ("How do I", "What about", "What is", "Why", "How does", "")
 
 
-def sentence_question(passage: Passage, seed: int | str = 0) -> str | None:
+def sentence_question(passage: Passage, seed: int | str = 0, verbatim: bool = False) -> str | None:
+    """The passage's salient sentence, disturbed (``verbatim``: as written, a baseline for benchmarks)."""
     sentence = salient_sentence(passage)
     if sentence is None:
         return None
+    if verbatim:
+        return sentence.rstrip(".!") + "?"
     rng = _rng(seed, "sentence", passage.uid)
     words = disturb(sentence, rng)
     if len(words) < 3:
@@ -444,7 +449,7 @@ def _trimmed(sentence: str, spans, lowered, start: int, end: int) -> tuple[int, 
     return spans[start][0], spans[end - 1][1]
 
 
-def span_question(passage: Passage, seed: int | str = 0) -> tuple[str, str] | None:
+def span_question(passage: Passage, seed: int | str = 0, verbatim: bool = False) -> tuple[str, str] | None:
     """(question, answer span) for a paragraph of a document without headings. The span is verbatim
     from the passage's own text (so a chunk holding it matches), the question is the rest, disturbed."""
     rng = _rng(seed, "span", passage.uid)
@@ -462,25 +467,29 @@ def span_question(passage: Passage, seed: int | str = 0) -> tuple[str, str] | No
         return None
     answer = raw[span[0]:span[1]]
     rest = raw[:span[0]] + " " + raw[span[1]:]
-    words = disturb(rest, rng)
-    if len(words) < 3 or normalize(answer) not in normalize(passage.text):
+    words = [" ".join(plain_text(rest).split()).rstrip(".!")] if verbatim else disturb(rest, rng)
+    if len(content_words(" ".join(words))) < 3 or normalize(answer) not in normalize(passage.text):
         return None
+    if verbatim:
+        return f"{words[0]}?", answer
     opener = ("What is", "What", "Which", "How")[rng.randrange(4)]
     return f"{opener} {' '.join(words)}?", answer
 
 
-def offline_question(passage: Passage, seed: int | str = 0) -> dict | None:
-    """A question record (without id) for the passage, or None when it has nothing to ask about."""
+def offline_question(passage: Passage, seed: int | str = 0, style: str = "mixed") -> dict | None:
+    """A question record (without id) for the passage, or None when it has nothing to ask about.
+    ``style`` (STYLES): "mixed" (the product's), or one kind only, or "verbatim" sentences (benchmarks)."""
+    verbatim = style == "verbatim"
     if passage.section is None:
-        made = span_question(passage, seed)
+        made = span_question(passage, seed, verbatim)
         if made is None:
             return None
         question, answer = made
         return {"question": question, "expected": [{"doc_path": passage.doc_path, "text": answer}],
                 "reference_answer": answer, "kind": "span"}
     expected = [{"doc_path": passage.doc_path, "section": passage.section}]
-    use_heading = _rng(seed, "kind", passage.uid).random() < HEADING_SHARE
-    question = heading_question(passage, seed) if use_heading else sentence_question(passage, seed)
+    use_heading = _rng(seed, "kind", passage.uid).random() < STYLES[style]
+    question = heading_question(passage, seed) if use_heading else sentence_question(passage, seed, verbatim)
     kind = "heading" if use_heading else "sentence"
     if question is None:  # no sentence worth asking about: the heading still is
         question, kind = heading_question(passage, seed), "heading"
@@ -579,8 +588,8 @@ class SyntheticSet:
         return {**{k: self.manifest[k] for k in keys if k in self.manifest}, "path": str(self.path)}
 
 
-def _candidate(passage: Passage, content_hash: str, seed: int | str) -> dict | None:
-    record = offline_question(passage, seed)
+def _candidate(passage: Passage, seed: int | str, style: str) -> dict | None:
+    record = offline_question(passage, seed, style)
     if record is None:
         return None
     return {"uid": passage.uid, "rank": _rank(seed, passage.uid), "offline": record,
@@ -627,6 +636,7 @@ def build_synthetic_set(
     llm: Any = None,
     concurrency: int = 4,
     logger: Callable[[str], None] | None = None,
+    style: str = "mixed",
 ) -> SyntheticSet:
     """Generate (or bring up to date) the synthetic set of these documents under ``out_dir``.
 
@@ -637,7 +647,10 @@ def build_synthetic_set(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cache = _read_json(out / CACHE_FILE)
-    entries: dict = cache.get("documents", {}) if cache.get("offline_generator") == OFFLINE_GENERATOR \
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {sorted(STYLES)}, got {style!r}")
+    offline_name = OFFLINE_GENERATOR if style == "mixed" else f"{OFFLINE_GENERATOR}/{style}"
+    entries: dict = cache.get("documents", {}) if cache.get("offline_generator") == offline_name \
         and cache.get("seed") == seed else {}
     llm_name = f"{LLM_GENERATOR}:{llm.model}" if llm is not None else None
     result_docs: dict[str, dict] = {}
@@ -654,7 +667,7 @@ def build_synthetic_set(
             warnings.append(f"{doc.doc_path}: not read ({type(exc).__name__}: {exc})")
             continue
         passages = document_passages(doc.doc_path, title, blocks)
-        candidates = [c for c in (_candidate(p, doc.content_hash, seed) for p in passages) if c is not None]
+        candidates = [c for c in (_candidate(p, seed, style) for p in passages) if c is not None]
         result_docs[doc.doc_path] = {"content_hash": doc.content_hash, "candidates": candidates, "llm": {}}
         regenerated.append(doc.doc_path)
     chosen = select({d: e["candidates"] for d, e in result_docs.items()}, size, seed)
@@ -681,7 +694,7 @@ def build_synthetic_set(
         else:
             if llm is not None:
                 fallbacks += 1
-            record, generator = c["offline"], OFFLINE_GENERATOR
+            record, generator = c["offline"], offline_name
         generators.add(generator)
         kinds[record["kind"]] = kinds.get(record["kind"], 0) + 1
         line = {"id": _question_id(c["uid"]), "question": record["question"], "expected": record["expected"]}
@@ -695,7 +708,7 @@ def build_synthetic_set(
     ).encode("utf-8")).hexdigest()[:12]
     for line in lines:
         line["synthetic"]["set_version"] = version
-    generator = "+".join(sorted(generators)) if generators else (llm_name or OFFLINE_GENERATOR)
+    generator = "+".join(sorted(generators)) if generators else (llm_name or offline_name)
     manifest = {
         "kind": KIND, "version": version, "generator": generator, "seed": seed, "size": size,
         "questions": len(lines), "documents": len({ln["synthetic"]["passage"].split("#")[0] for ln in lines}),
@@ -707,7 +720,7 @@ def build_synthetic_set(
     path = out / SET_FILE
     _write_text(path, "".join(json.dumps(ln, ensure_ascii=False) + "\n" for ln in lines))
     _write_text(out / MANIFEST_FILE, json.dumps({**manifest, "path": str(path)}, indent=2) + "\n")
-    _write_text(out / CACHE_FILE, json.dumps({"offline_generator": OFFLINE_GENERATOR, "seed": seed,
+    _write_text(out / CACHE_FILE, json.dumps({"offline_generator": offline_name, "seed": seed,
                                               "documents": result_docs}, ensure_ascii=False))
     loaded = load_eval_set(path)
     return SyntheticSet(path, manifest, loaded.questions, regenerated, len(result_docs) - len(regenerated),

@@ -265,3 +265,14 @@ def test_parse_llm_reply_rejects_copies_of_the_heading():
     assert parse_llm_reply("not json at all", passage) is None
     record = parse_llm_reply("How many times does the client try a failed call again?", passage)
     assert record["question"].startswith("How many") and record["expected"][0]["section"] == "Configure retries"
+
+
+def test_styles_for_benchmarks_one_kind_only_or_verbatim(tmp_path):
+    docs = _corpus(3, 2)
+    heading = build_synthetic_set([_source(p, t) for p, t in docs.items()], tmp_path / "h", size=6, style="heading")
+    assert heading.manifest["kinds"] == {"heading": 6} and heading.manifest["generator"] == f"{OFFLINE_GENERATOR}/heading"
+    verbatim = build_synthetic_set([_source(p, t) for p, t in docs.items()], tmp_path / "v", size=6, style="verbatim")
+    assert verbatim.manifest["kinds"] == {"sentence": 6}
+    assert all(normalize(q.question).rstrip("?") in normalize(docs[q.expected[0].doc_path]) for q in verbatim.questions)
+    with pytest.raises(ValueError):
+        build_synthetic_set([], tmp_path / "x", style="poetry")
