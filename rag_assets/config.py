@@ -110,6 +110,13 @@ class Settings:
     # benchmarks/retrieval_loco.md; changing it rebuilds the index)
     keyword_heading_repeats: int = 3
     max_results_per_page: int = 4  # results from one page before other pages come first (0 = no cap)
+    # each result's context: the matched chunk and its neighbours in its section up to this many
+    # tokens (rag_assets/retrieval/windows.py; 0 = no context). Chosen on covid-qa-dev
+    # (benchmarks/context_windows.md)
+    context_tokens: int = 400
+    # at most this many passages of a result's section in its context: the matched chunk's and, when
+    # they lie apart, those of the section's other chunks the ranking found (1 = one window)
+    context_passages: int = 2
     # mean dense cosine of the top candidates under which a retrieve() returns nothing; calibrated
     # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (hybrid: eval min 0.31, off-topic median 0.16)
     min_relevance: float = 0.25
@@ -198,6 +205,10 @@ class Settings:
             raise ConfigurationError(f"RAG_HEADING_WEIGHT must be >= 0, got {self.heading_weight}")
         if self.keyword_heading_repeats < 0:
             raise ConfigurationError(f"RAG_KEYWORD_HEADING_REPEATS must be >= 0, got {self.keyword_heading_repeats}")
+        if self.context_tokens < 0:
+            raise ConfigurationError(f"RAG_CONTEXT_TOKENS must be >= 0 (0 = no context), got {self.context_tokens}")
+        if self.context_passages < 1:
+            raise ConfigurationError(f"RAG_CONTEXT_PASSAGES must be >= 1, got {self.context_passages}")
         if self.max_results_per_page < 0:
             raise ConfigurationError(f"RAG_MAX_RESULTS_PER_PAGE must be >= 0 (0 = no cap), got {self.max_results_per_page}")
         try:
@@ -275,6 +286,8 @@ ENV_VARS: dict[str, str] = {
     "heading_weight": "RAG_HEADING_WEIGHT",
     "keyword_heading_repeats": "RAG_KEYWORD_HEADING_REPEATS",
     "max_results_per_page": "RAG_MAX_RESULTS_PER_PAGE",
+    "context_tokens": "RAG_CONTEXT_TOKENS",
+    "context_passages": "RAG_CONTEXT_PASSAGES",
     "min_relevance": "RAG_MIN_RELEVANCE",
     "max_query_chars": "RAG_MAX_QUERY_CHARS",
     "retrieve_timeout_seconds": "RAG_RETRIEVE_TIMEOUT_SECONDS",

@@ -27,6 +27,9 @@ Contract (after ../seeds rag-pipeline-contract, adapted to this project):
   longer than RAG_RETRIEVE_TIMEOUT_SECONDS (10) raises RetrievalTimeoutError (the work finishes in
   the background: a keyword index it was building is ready for the next query); a query vector of
   another size than the collection's raises DimensionMismatchError (a ConfigurationError).
+- Context: each chunk handed on carries ``context``, the chunk with its neighbours in its section up
+  to RAG_CONTEXT_TOKENS (rag_assets.retrieval.windows); ``query()``'s ``contexts`` are these (the
+  matched chunks are in ``metadata["matched_texts"]``).
 - Cache: identical (query, context_key, mode, max_chunks, min_relevance, filters) within
   RAG_QUERY_CACHE_TTL_SECONDS is served from an LRU/TTL cache (``RAGContext.cached``); any change of
   the index generation (an ingest that changed the index) drops it. Query embeddings are cached (LRU).
@@ -116,8 +119,7 @@ class RAGPipeline:
             )
 
         depth = max(int(request.max_chunks), RANKING_FLOOR)
-        retrieval = self._guard(self.retriever.retrieve, query, mode, depth, filters)
-        ranked = prefer_place(retrieval.results, prefer) if prefer else retrieval.results
+        retrieval, ranked = self._guard(self._ranked, query, mode, depth, filters, prefer, int(request.max_chunks))
         candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[: int(request.max_chunks)], 1)]
         head = [r.relevance or 0.0 for r in ranked[:GATE_HEAD]]
         avg = statistics.fmean(head) if head else 0.0
@@ -147,7 +149,8 @@ class RAGPipeline:
               **kwargs) -> dict[str, Any]:
         """The multi-pipeline API (pipeline-api-contract): contexts for query, and an answer when configured.
 
-        ``answer`` is "" unless a chat model is configured (OPENAI_API_KEY and RAG_CHAT_MODEL or
+        ``contexts``: each retrieved chunk's context (its neighbours in its section, RAG_CONTEXT_TOKENS),
+        or its text when contexts are off. ``answer`` is "" unless a chat model is configured (OPENAI_API_KEY and RAG_CHAT_MODEL or
         OPENAI_BASE_URL set): then it is rag_assets.answer.generation's answer from these contexts, with
         ``[Source N]`` citations (N-th of ``contexts``), its "not found" message when there are no
         contexts, or a graceful message (``metadata["answer_error"]``) when the chat model failed.
@@ -197,7 +200,7 @@ class RAGPipeline:
             }
         return {
             "answer": answer,
-            "contexts": [c.text for c in context.document_chunks],
+            "contexts": [c.context or c.text for c in context.document_chunks],
             "metadata": {
                 "retrieval_method": context.mode,
                 "context_count": context.total_chunks,
@@ -207,6 +210,8 @@ class RAGPipeline:
                 "fallback_used": context.fallback_used,
                 # beyond the contract
                 "chunk_ids": [c.chunk_id for c in context.document_chunks],
+                "matched_texts": [c.text for c in context.document_chunks],  # the chunks the contexts grew from
+                "context_tokens": [c.context_tokens for c in context.document_chunks],
                 "relevance_scores": context.relevance_scores,
                 "avg_relevance": context.avg_relevance,
                 "meets_threshold": context.meets_threshold,
@@ -284,6 +289,14 @@ class RAGPipeline:
         return vectors.tolist()
 
     # ------------------------------------------------------------------------------------------
+    def _ranked(self, query: str, mode: RetrievalMode, depth: int, filters, prefer: str | None, max_chunks: int):
+        """(the retrieval, its ranking after the reader's preference), the first max_chunks results with
+        their context (RAG_CONTEXT_TOKENS): only the ones that can be handed on are given one."""
+        retrieval = self.retriever.retrieve(query, mode, depth, filters, context_tokens=0)
+        ranked = prefer_place(retrieval.results, prefer) if prefer else retrieval.results
+        self.retriever.add_context(ranked[:max_chunks])
+        return retrieval, ranked
+
     def _guard(self, fn, *args):
         """fn(*args) within RAG_RETRIEVE_TIMEOUT_SECONDS (0 or less: no limit)."""
         timeout = self.settings.retrieve_timeout_seconds
@@ -333,4 +346,6 @@ def _to_chunk(result: SearchResult, rank: int) -> DocumentChunk:
         heading_breadcrumb=result.heading_breadcrumb,
         retrieval_rank=rank,
         retrieval_score=float(result.score),
+        context=result.context,
+        context_tokens=result.context_tokens,
     )

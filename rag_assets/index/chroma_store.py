@@ -287,6 +287,14 @@ class ChromaStore:
         by_id = {cid: (doc, meta) for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
         return [VectorHit(cid, *by_id[cid], score=0.0) for cid in ids if cid in by_id]
 
+    def section_chunks(self, doc_path: str, heading_breadcrumb: str) -> list[VectorHit]:
+        """The stored chunks of one document with this heading path (one metadata-filtered read: the
+        context windows' fallback when the keyword index cannot say which chunks they are)."""
+        where = {"$and": [{"doc_path": doc_path}, {"heading_breadcrumb": heading_breadcrumb}]}
+        got = self._call(self._collection.get, where=where, include=["documents", "metadatas"])
+        return [VectorHit(cid, doc, meta, 0.0) for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])
+                if doc is not None and meta is not None]
+
     def iter_all(self, batch: int = 5000, include_embeddings: bool = False):
         """Every stored chunk as (id, text, metadata[, embedding]) in pages, never all at once."""
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])

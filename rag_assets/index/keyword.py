@@ -9,7 +9,9 @@ headings, which name what a section is about). Scoring is bm25s' Lucene BM25 (k1
 
 Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
 the re-scoring stage matches the query against) and a row table: per chunk its doc_path, its
-section key (doc_path + breadcrumb) and a key of its normalised text. Ranking (fusion, re-scoring,
+section key (doc_path + breadcrumb), a key of its normalised text, its chunk_index and token count, and
+whether it opens a section (rag_assets.retrieval.windows: the context windows of results are grown
+from this table, their texts fetched by id). Ranking (fusion, re-scoring,
 diversity) then runs on rows in memory; Chroma is asked only for the texts of the final results.
 
 Persistence: ``<state_dir>/keyword/<collection>/`` holds one folder per build plus ``CURRENT``
@@ -54,11 +56,12 @@ from rag_assets.index.generation import current_generation
 from rag_assets.index.locks import DocumentLocks
 from rag_assets.index.state_db import StateDB, keyword_builds
 from rag_assets.index.chroma_store import ChromaStore, document_fields
+from rag_assets.retrieval.windows import SectionRuns, opens_section, stored_tokens
 
 log = logging.getLogger(__name__)
 
 # Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
-FORMAT_VERSION = "kw-v4"
+FORMAT_VERSION = "kw-v5"
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
 DEFAULT_HEADING_REPEATS = 3
 
@@ -142,6 +145,9 @@ class ChunkRow:
     doc_path: str
     section: str  # section_key
     text: str  # text_key
+    chunk_index: int = 0
+    tokens: int = 0  # the stored token_count of the chunk's text
+    opens: bool = False  # its text starts with a heading line: the first chunk of a section
 
 
 class KeywordIndex:
@@ -173,6 +179,7 @@ class KeywordIndex:
         self._documents: dict[str, dict] = {}  # doc_path -> its filterable fields (retrieval.filters)
         self._row_docs: np.ndarray = np.zeros(0, dtype=np.int64)  # row -> index into _doc_order
         self._doc_order: list[str] = []
+        self._sections: tuple[list, SectionRuns] | None = None  # (its table, the runs): on the first context look-up
 
     @classmethod
     def for_settings(cls, store: ChromaStore, settings) -> "KeywordIndex":
@@ -232,6 +239,20 @@ class KeywordIndex:
 
     def table(self, row: int) -> ChunkRow:
         return self._table[row]
+
+    def section_rows(self, chunk_id: str) -> tuple[np.ndarray, int] | None:
+        """The rows of the chunk's section in document order and the chunk's place among them (None
+        when the chunk is not in this build). Reads the current build (ensure_current)."""
+        self.ensure_current()
+        table, row = self._table, self._rows.get(chunk_id)
+        if row is None:
+            return None
+        built = self._sections
+        if built is None or built[0] is not table:  # ~75 ms at 100k chunks, once a build
+            built = self._sections = (table, SectionRuns.build(
+                [r.doc_path for r in table], [r.section for r in table], [r.chunk_index for r in table],
+                [r.opens for r in table]))
+        return built[1].section_of(row)
 
     def rare_terms(self, query: str, row: int, max_chunks: int) -> list[str]:
         """The query's terms that the chunk at ``row`` contains and at most ``max_chunks`` chunks do."""
@@ -373,7 +394,9 @@ class KeywordIndex:
             header = tokenize(chunk_headings_text(meta))
             corpus.append(tokenize(chunk_index_text(text, meta)) + header * self.heading_repeats)
             heading_corpus.append(header)
-            table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text)))
+            table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text),
+                                  _int(meta.get("chunk_index")), stored_tokens(meta.get("token_count"), text),
+                                  opens_section(text)))
             vectors.append(np.asarray(emb, dtype=np.float32))
             model = model or meta.get("embedding_model")
         bm25 = _bm25_index(corpus) if ids else None
@@ -434,7 +457,15 @@ class KeywordIndex:
         index = {doc: i for i, doc in enumerate(self._doc_order)}
         self._row_docs = np.fromiter((index.get(r.doc_path, -1) for r in self._table), dtype=np.int64,
                                      count=len(self._table))
+        self._sections = None
         self._generation = generation
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 class FolderBuilds:

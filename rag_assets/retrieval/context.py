@@ -37,6 +37,10 @@ class DocumentChunk:
     heading_breadcrumb: str = ""
     retrieval_rank: int = 0  # 1-based place in the mode's ranking
     retrieval_score: float = 0.0  # the mode's score (cosine, BM25 or RRF)
+    # the chunk with its neighbours in its section up to RAG_CONTEXT_TOKENS ("" when that is 0): the
+    # text an answer is given (rag_assets.retrieval.windows); its size in tiktoken tokens
+    context: str = ""
+    context_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

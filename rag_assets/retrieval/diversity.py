@@ -28,8 +28,13 @@ def diversify(
     section: Callable[[T], str],
     text: Callable[[T], str],
     max_per_page: int = DEFAULT_MAX_PER_PAGE,
+    mates: dict[str, list[T]] | None = None,
 ) -> list[T]:
-    """The first ``top_k`` results of ``ranked`` (best first) after collapsing and capping."""
+    """The first ``top_k`` results of ``ranked`` (best first) after collapsing and capping.
+
+    ``mates``, when given, receives per section (``section(item)``) the items of it that collapsed
+    into the first one, in ranked order, over the whole ranked list: the other places of a section
+    the ranking found (a result's context reaches for them: windows.passages)."""
     if max_per_page < 0:
         raise ValueError(f"max_per_page must be >= 0, got {max_per_page}")
     kept: list[T] = []
@@ -38,10 +43,14 @@ def diversify(
     texts: set[str] = set()
     per_page: dict[str, int] = {}
     for item in ranked:
-        if len(kept) >= top_k:
+        if len(kept) >= top_k and mates is None:
             break
         s, t = section(item), text(item)
-        if s in sections or t in texts:
+        if s in sections:
+            if mates is not None:
+                mates.setdefault(s, []).append(item)
+            continue
+        if len(kept) >= top_k or t in texts:
             continue
         sections.add(s)
         texts.add(t)

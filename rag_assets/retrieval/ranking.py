@@ -107,23 +107,25 @@ def rank_hybrid(
     top_k: int,
     *,
     rare_term_hit: str | None = None,
+    mates: dict[str, list[Candidate]] | None = None,
 ) -> list[Candidate]:
     """Steps 1-4 of the module docstring. ``heading_scores(cands)``: BM25 of the query against each
     candidate's headings (called once, for the fused top RESCORE_DEPTH). ``rare_term_hit``: the chunk
     id of the one of BM25's first KEEP_WITHIN hits holding the most query terms that at most
-    RARE_TERM_MAX_CHUNKS chunks contain."""
+    RARE_TERM_MAX_CHUNKS chunks contain. ``mates``: see diversity.diversify."""
     ranked = fuse(candidates, dense_reference, keyword_reference, config)
     if config.heading_weight and len(ranked) > 1:
         head = ranked[:RESCORE_DEPTH]
         scores = rescore(np.array([c.score for c in head]), heading_scores(head), config.heading_weight)
         ranked = _by_score(head, scores) + ranked[RESCORE_DEPTH:]
     ranked = _keep_confident(ranked, dense_reference, keyword_reference, rare_term_hit)
-    return diversify_candidates(ranked, top_k, config.max_per_page)
+    return diversify_candidates(ranked, top_k, config.max_per_page, mates)
 
 
-def diversify_candidates(ranked: Sequence[Candidate], top_k: int, max_per_page: int) -> list[Candidate]:
+def diversify_candidates(ranked: Sequence[Candidate], top_k: int, max_per_page: int,
+                         mates: dict[str, list[Candidate]] | None = None) -> list[Candidate]:
     return diversify(ranked, top_k, page=lambda c: c.page, section=lambda c: c.section, text=lambda c: c.text,
-                     max_per_page=max_per_page)
+                     max_per_page=max_per_page, mates=mates)
 
 
 def _keep_confident(ranked: list[Candidate], dense_reference: np.ndarray, keyword_reference: np.ndarray,

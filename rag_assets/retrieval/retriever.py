@@ -10,6 +10,10 @@ Every result carries ``score`` (what the mode ranked by: cosine, BM25 or fused R
 ``relevance`` (the dense cosine of the query with the chunk, for every mode), so relevance
 thresholds mean the same in every mode. If the keyword index cannot be built or read, hybrid
 degrades to vector-only and says so (``Retrieval.fallback_used``).
+
+With ``RAG_CONTEXT_TOKENS`` > 0 every result also carries a ``context``: the chunk with its neighbours
+in its section up to that many tokens, and a passage around another hit of its section when the ranking
+found one out of the window's reach (windows.py).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from rag_assets.retrieval.query_cache import LRUCache
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
 from rag_assets.index.chroma_store import ChromaStore, VectorHit, document_fields
 from rag_assets.retrieval.filters import Filters
+from rag_assets.retrieval.windows import (GAP_TOKENS, SectionRuns, join_passages, opens_section, passages, stored_tokens,
+                                         window_tokens)
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +108,13 @@ class SearchResult:
     chunk_index: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     relevance: float | None = None  # dense cosine of query and chunk, set in every mode
+    # the chunk with its neighbours in its section, up to RAG_CONTEXT_TOKENS ("" when that is 0):
+    # the text an answer is given (windows.py); context_tokens = its size in tiktoken tokens
+    context: str = ""
+    context_tokens: int = 0
+    # other chunks of this result's section that the ranking found, best first (collapsed into it by
+    # diversity): the context reaches for them too (windows.passages)
+    section_hits: list[str] = field(default_factory=list, repr=False)
 
     @classmethod
     def from_hit(cls, hit: VectorHit, score: float | None = None, relevance: float | None = None) -> "SearchResult":
@@ -129,7 +142,29 @@ class SearchResult:
         }
         if self.relevance is not None:
             data["relevance"] = round(float(self.relevance), 6)
+        if self.context:
+            data["context"] = self.context
+            data["context_tokens"] = self.context_tokens
         return data
+
+
+def _note_section_hits(results: list[SearchResult], ranked: list[Candidate], mates: dict[str, list[Candidate]]) -> None:
+    sections = {c.chunk_id: c.section for c in ranked}
+    for r in results:
+        r.section_hits = [c.chunk_id for c in mates.get(sections.get(r.chunk_id, ""), [])]
+
+
+class _RowTokens:
+    """The token counts of a section's rows, read from the keyword index only as the window grows."""
+
+    def __init__(self, keyword, rows):
+        self.keyword, self.rows = keyword, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> int:
+        return self.keyword.table(int(self.rows[i])).tokens
 
 
 @dataclass
@@ -206,21 +241,27 @@ class Retriever:
             self._embeddings.set(key, vector)
         return vector
 
-    def search(self, query: str, mode: str | None = None, top_k: int = 5, filters=None) -> list[SearchResult]:
+    def search(self, query: str, mode: str | None = None, top_k: int = 5, filters=None, *,
+               context_tokens: int | None = None) -> list[SearchResult]:
         """The top_k chunks for query, best first (no relevance threshold)."""
-        return self.retrieve(query, mode, top_k, filters).results
+        return self.retrieve(query, mode, top_k, filters, context_tokens=context_tokens).results
 
-    def retrieve(self, query: str, mode: str | None = None, top_k: int = 5, filters=None) -> Retrieval:
+    def retrieve(self, query: str, mode: str | None = None, top_k: int = 5, filters=None, *,
+                 context_tokens: int | None = None) -> Retrieval:
         """filters: a mapping or Filters (rag_assets.retrieval.filters); every list ranks inside the
-        documents they select."""
+        documents they select. context_tokens: each result's context budget (None: RAG_CONTEXT_TOKENS;
+        0: no context)."""
         query = validate_query(query, self.settings.max_query_chars)
         mode = RetrievalMode.parse(mode, self.settings.retrieval_mode)
         top_k = validate_top_k(top_k)
         filters = Filters.parse(filters)
+        budget = self._budget(context_tokens)
         generation = self.follow_index()
         try:
             with self.keyword.pinned(generation):
-                return self._retrieve(query, mode, top_k, filters)
+                retrieval = self._retrieve(query, mode, top_k, filters)
+                self._add_context(retrieval.results, budget)
+                return retrieval
         except _StaleKeywordBuild:
             pass
         # another process is replacing documents: it deleted chunks the keyword index (built for
@@ -231,9 +272,98 @@ class Retriever:
         self._tolerant.on = True
         try:
             with self.keyword.pinned(generation):
-                return self._retrieve(query, mode, top_k, filters)
+                retrieval = self._retrieve(query, mode, top_k, filters)
+                self._add_context(retrieval.results, budget)
+                return retrieval
         finally:
             self._tolerant.on = False
+
+    def add_context(self, results: list[SearchResult], context_tokens: int | None = None) -> list[SearchResult]:
+        """Fill each result's ``context`` (in place; returns the results): for results retrieved with
+        ``context_tokens=0`` of which only some are handed on (RAGPipeline.retrieve)."""
+        budget = self._budget(context_tokens)
+        if budget and results:
+            with self.keyword.pinned(self.follow_index()):
+                self._add_context(results, budget)
+        return results
+
+    def _budget(self, context_tokens: int | None) -> int:
+        budget = self.settings.context_tokens if context_tokens is None else context_tokens
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise ValueError(f"context_tokens must be an integer >= 0 (0 = no context), got {budget!r}")
+        return budget
+
+    # ------------------------------------------------------------------------------------------
+    def _add_context(self, results: list[SearchResult], budget: int) -> None:
+        """Each result's context (windows.py): its section's chunks from the keyword index's row
+        table, their texts in one read of the store. A chunk the keyword index does not know (written
+        since it was built), or no keyword index at all, takes its section from the store's metadata."""
+        if budget <= 0 or not results:
+            return
+        texts = {r.chunk_id: r.text for r in results}
+        plans: list[list[list[tuple[str, int]]]] = []  # per result: passages of (chunk id, tokens)
+        for r in results:
+            plan = self._index_passages(r, budget)
+            plans.append(plan if plan is not None else self._store_passages(r, budget, texts))
+        missing = list(dict.fromkeys(cid for plan in plans for passage in plan for cid, _ in passage if cid not in texts))
+        texts.update({h.chunk_id: h.text for h in self.store.get(missing)})
+        overlap = self.settings.chunk_overlap_tokens > 0
+        for r, plan in zip(results, plans):
+            # a neighbour deleted since the keyword index was built (its document is being replaced) is left out
+            kept = [p for p in ([(texts[cid], t) for cid, t in passage if cid in texts] for passage in plan) if p]
+            r.context = join_passages([[text for text, _ in p] for p in kept], overlap=overlap) or r.text
+            r.context_tokens = sum(window_tokens([t for _, t in p]) for p in kept) + GAP_TOKENS * max(len(kept) - 1, 0)
+
+    def _anchors(self, result: SearchResult, place) -> list[int]:
+        """The matched chunk's place in its section, then those of the section's other hits (at most
+        RAG_CONTEXT_PASSAGES - 1 of them)."""
+        anchors = [place(result.chunk_id)]
+        for cid in result.section_hits:
+            if len(anchors) >= self.settings.context_passages:
+                break
+            at = place(cid)
+            if at is not None and at not in anchors:
+                anchors.append(at)
+        return anchors
+
+    def _index_passages(self, result: SearchResult, budget: int) -> list[list[tuple[str, int]]] | None:
+        try:
+            found = self.keyword.section_rows(result.chunk_id)
+        except VectorDBUnavailableError:
+            raise
+        except Exception as exc:  # a broken keyword index must not take retrieval down
+            log.error("keyword index unavailable, context windows read the store: %s", exc)
+            return None
+        if found is None:
+            return None
+        rows, at = found
+
+        def place(chunk_id: str) -> int | None:
+            if chunk_id == result.chunk_id:
+                return at
+            row = self.keyword.row(chunk_id)
+            hit = np.flatnonzero(rows == row) if row is not None else ()
+            return int(hit[0]) if len(hit) else None
+
+        tokens = _RowTokens(self.keyword, rows)
+        spans = passages(tokens, self._anchors(result, place), budget)
+        return [[(self.keyword.chunk_id(int(rows[i])), tokens[i]) for i in range(lo, hi)] for lo, hi in spans]
+
+    def _store_passages(self, result: SearchResult, budget: int, texts: dict[str, str]) -> list[list[tuple[str, int]]]:
+        hits = self.store.section_chunks(result.doc_path, result.heading_breadcrumb)
+        ids = [h.chunk_id for h in hits]
+        if result.chunk_id not in ids:
+            return [[(result.chunk_id, stored_tokens(result.metadata.get("token_count"), result.text))]]
+        meta = [h.metadata or {} for h in hits]
+        runs = SectionRuns.build([result.doc_path] * len(hits), [""] * len(hits),
+                                 [int(m.get("chunk_index") or 0) for m in meta], [opens_section(h.text) for h in hits])
+        rows, at = runs.section_of(ids.index(result.chunk_id))
+        order = [ids[r] for r in rows]
+        tokens = [stored_tokens(meta[r].get("token_count"), hits[r].text) for r in rows]
+        spans = passages(tokens, self._anchors(result, lambda cid: order.index(cid) if cid in order else None), budget)
+        for r in rows:
+            texts.setdefault(hits[r].chunk_id, hits[r].text)
+        return [[(order[i], tokens[i]) for i in range(lo, hi)] for lo, hi in spans]
 
     def _retrieve(self, query: str, mode: RetrievalMode, top_k: int, filters) -> Retrieval:
         scope = self._scope(filters) if filters else None
@@ -324,13 +454,14 @@ class Retriever:
             rows, sims = exact
             candidates = [self._keyword_candidate(int(r), float(c), 0.0, score=float(c)) for r, c in zip(rows, sims)]
             cos = {c.chunk_id: c.dense for c in candidates}
-            results = self._present(candidates, lambda cs: diversify_candidates(cs, top_k, self.ranking.max_per_page),
-                                    {}, vector, cos)
+            results = self._present(candidates, self._diversified(top_k), {}, vector, cos)
             return Retrieval(RetrievalMode.VECTOR, results, dense_candidates=len(candidates))
         hits = self._dense(vector, candidate_depth(top_k), scope)
         by_id = {h.chunk_id: h for h in hits}
-        ranked = diversify_candidates([_candidate(h, h.score) for h in hits], top_k, self.ranking.max_per_page)
+        mates: dict[str, list[Candidate]] = {}
+        ranked = diversify_candidates([_candidate(h, h.score) for h in hits], top_k, self.ranking.max_per_page, mates)
         results = [SearchResult.from_hit(by_id[c.chunk_id], relevance=by_id[c.chunk_id].score) for c in ranked]
+        _note_section_hits(results, ranked, mates)
         return Retrieval(RetrievalMode.VECTOR, results, dense_candidates=len(hits))
 
     def _keyword(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
@@ -340,8 +471,7 @@ class Retriever:
         candidates = [self._keyword_candidate(h.row, 0.0, h.score, score=h.score) for h in hits]
         vector = self.embed_query(query)
         cosines = self.keyword.cosines(vector, [c.chunk_id for c in candidates])
-        results = self._present(candidates, lambda cs: diversify_candidates(cs, top_k, self.ranking.max_per_page),
-                                {}, vector, cosines)
+        results = self._present(candidates, self._diversified(top_k), {}, vector, cosines)
         return Retrieval(RetrievalMode.KEYWORD, results, keyword_candidates=len(hits))
 
     def _hybrid(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
@@ -389,13 +519,17 @@ class Retriever:
                 rare_hit, most = self.keyword.chunk_id(int(r)), held
         results = self._present(
             candidates,
-            lambda cs: rank_hybrid(cs, dense_reference, keyword_reference, lambda head: self._heading_scores(query, head),
-                                   self.ranking, top_k, rare_term_hit=rare_hit),
+            lambda cs, mates: rank_hybrid(cs, dense_reference, keyword_reference,
+                                          lambda head: self._heading_scores(query, head), self.ranking, top_k,
+                                          rare_term_hit=rare_hit, mates=mates),
             {h.chunk_id: h for h in dense}, vector, cosines)
         weights = (self.ranking.dense_weight, self.ranking.keyword_weight)
         return Retrieval(RetrievalMode.HYBRID, results, fallback, weights, len(dense_scores), len(keyword_rows))
 
     # ------------------------------------------------------------------------------------------
+    def _diversified(self, top_k: int):
+        return lambda cs, mates: diversify_candidates(cs, top_k, self.ranking.max_per_page, mates)
+
     def _keyword_candidate(self, row: int, dense: float, keyword: float, score: float = 0.0) -> Candidate:
         info = self.keyword.table(row)
         return Candidate(self.keyword.chunk_id(row), info.doc_path, info.section, info.text, dense, keyword, row, score)
@@ -414,7 +548,8 @@ class Retriever:
         built (another process is replacing its document, new chunks written first) is dropped and
         the ranking redone, so it never takes the place of a live one."""
         for _ in range(3):
-            ranked = rank(candidates)
+            mates: dict[str, list[Candidate]] = {}
+            ranked = rank(candidates, mates)
             results = self._results(ranked, hits, vector, cosines)
             if len(results) == len(ranked):
                 break
@@ -422,6 +557,7 @@ class Retriever:
                 raise _StaleKeywordBuild()
             gone = {c.chunk_id for c in ranked} - {r.chunk_id for r in results}
             candidates = [c for c in candidates if c.chunk_id not in gone]
+        _note_section_hits(results, ranked, mates)
         return results
 
     def _results(self, ranked, hits: dict[str, VectorHit], vector: np.ndarray, cosines: dict[str, float]) -> list[SearchResult]:

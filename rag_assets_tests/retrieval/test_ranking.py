@@ -25,6 +25,18 @@ def test_diversify_collapses_sections_and_texts_and_caps_pages():
         diversify(items, 2, page=str, section=str, text=str, max_per_page=-1)
 
 
+def test_diversify_reports_the_hits_each_section_collapsed_without_changing_the_list():
+    items = [("a", "p1", "s1", "t1"), ("b", "p1", "s1", "t2"), ("c", "p2", "s2", "t1"), ("d", "p1", "s3", "t3"),
+             ("e", "p2", "s2", "t9"), ("f", "p3", "s5", "t5"), ("g", "p1", "s1", "t7")]
+    keys = dict(page=lambda x: x[1], section=lambda x: x[2], text=lambda x: x[3])
+    for top_k in (1, 2, 10):
+        mates: dict = {}
+        assert diversify(items, top_k, **keys, mates=mates) == diversify(items, top_k, **keys)
+        # the whole list is read for them, past the last kept result; c (same text as a) is no mate
+        assert [x[0] for x in mates["s1"]] == ["b", "g"]
+    assert "s2" not in mates or [x[0] for x in mates["s2"]] == ["e"]
+
+
 def test_a_page_fills_the_list_only_when_nothing_else_is_left():
     items = [cand(f"c{i}", "big.md") for i in range(8)] + [cand("o1", "other.md")]
     config = RankingConfig(max_per_page=4, heading_weight=0)
