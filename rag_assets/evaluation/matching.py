@@ -5,7 +5,9 @@ A retrieved chunk satisfies an expected entry when every key the entry gives hol
 - ``doc_path``: equals the chunk's document path (``/`` separators, relative to the docs folder);
 - ``section``: after :func:`normalize_heading` on both sides, equals the chunk's own section heading, or any
   entry of its heading breadcrumb, or any heading line (``#`` ...) inside the chunk text;
-- ``text``: the normalised snippet is a substring of the normalised chunk text.
+- ``text``: the normalised snippet is a substring of the normalised chunk text, or of the result's
+  ``context`` (the chunk with its neighbours: the text an answer is given) when it carries one.
+  ``doc_path`` and ``section`` are always matched on the chunk itself.
 
 :func:`normalize` strips the markdown emphasis/code markers ``*``, ``_`` and `````, collapses runs
 of whitespace to one space, trims, and casefolds; :func:`normalize_heading` first drops a trailing
@@ -46,6 +48,12 @@ class ChunkLike(Protocol):
     section: str
     heading_breadcrumb: Any  # " > " joined string, or a list of headings
     text: str
+    # optional: ``context`` (str), the text an answer is given when results carry one
+
+
+def matched_text(chunk: ChunkLike) -> str:
+    """What a ``text`` snippet is looked for in: the result's context when it has one, else its text."""
+    return getattr(chunk, "context", None) or chunk.text or ""
 
 
 def normalize(text: str | None) -> str:
@@ -94,7 +102,7 @@ def entry_matches(entry: ExpectedSource, chunk: ChunkLike, *, _headings: set[str
         headings = _headings if _headings is not None else chunk_headings(chunk)
         if wanted not in headings:
             return False
-    if entry.text is not None and normalize(entry.text) not in normalize(chunk.text):
+    if entry.text is not None and normalize(entry.text) not in normalize(matched_text(chunk)):
         return False
     return True
 

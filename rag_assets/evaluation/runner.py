@@ -1,7 +1,10 @@
 """Run an eval set through a search function in several modes and report the scores.
 
 ``search(question, mode, top_k) -> list[SearchResult]`` is any callable; the results are taken
-in the order returned (rank order as given, ties never re-sorted) and cut at ``top_k``.
+in the order returned (rank order as given, ties never re-sorted) and cut at ``top_k``. Results that
+carry a ``context`` (RAG_CONTEXT_TOKENS) are matched on it for ``text`` labels (matching.py), and its
+size is reported: ``context_tokens`` per question (the mean over its results) and
+``context_tokens.mean`` per mode (the mean over every result returned).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from rag_assets.evaluation.matching import (
     ChunkLike,
     entry_id,
     expected_for_level,
+    matched_text,
     rank_units,
     unresolved_labels,
 )
@@ -36,6 +40,8 @@ AnswerFn = Callable[[str, Sequence[ChunkLike]], str]
 DEFAULT_MODES = RetrievalMode.names()
 TOP_UNITS_SHOWN = 5
 DISTINCT_PAGES = f"distinct_pages@{RANK_CUTOFF}"
+CONTEXT_TOKENS = "context_tokens"  # a result's context size (0 or absent: no context)
+CONTEXT_MEAN = f"{CONTEXT_TOKENS}.mean"
 LIST_COLUMNS = ("expected_units", "retrieved_units", "retrieved_docs", "missed")
 
 
@@ -79,6 +85,8 @@ class EvaluationReport:
             if m not in self.metrics:
                 raise KeyError(f"unknown mode {mode!r}; evaluated: {list(self.modes)}")
         names = self.metric_names(level) + sorted({f"ragas.{k}" for m in modes for k in self.ragas.get(m, {})})
+        if any(not math.isnan(self.metrics[m].get(CONTEXT_MEAN, math.nan)) for m in modes):
+            names.append(CONTEXT_MEAN)  # results carried a context: its mean size per result
         header = "| metric | " + " | ".join(modes if len(modes) > 1 else ["value"]) + " |"
         lines = [header, "|" + "---|" * (len(modes) + 1)]
         for name in names:
@@ -174,6 +182,7 @@ def evaluate_retrieval(
     ks = tuple(k for k in ks if k <= top_k) or (top_k,)
     rows: list[dict[str, Any]] = []
     samples_by_mode: dict[str, list] = {m: [] for m in modes}
+    context_sizes: dict[str, list[int]] = {m: [] for m in modes}
     if ragas:
         from rag_assets.evaluation import ragas_scores
 
@@ -195,9 +204,11 @@ def evaluate_retrieval(
                 "n_results": len(results),
                 # diversity next to recall: how many pages the first 10 results come from
                 DISTINCT_PAGES: len({r.doc_path for r in results[:RANK_CUTOFF]}),
+                CONTEXT_TOKENS: _mean(_context_sizes(results)),
                 "latency_ms": latency_ms,
                 "error": error,
             }
+            context_sizes[mode].extend(_context_sizes(results))
             units = {}
             for level in LEVELS:
                 units[level] = rank_units(results, q.expected, level, top_k)
@@ -214,7 +225,7 @@ def evaluate_retrieval(
             if ragas:
                 response = answer_fn(q.question, results) if answer_fn is not None else None
                 samples_by_mode[mode].append(
-                    ragas_scores.build_sample(q, units[SECTION], [r.text for r in results], response)
+                    ragas_scores.build_sample(q, units[SECTION], [matched_text(r) for r in results], response)
                 )
 
     ragas_means: dict[str, dict[str, float]] = {m: {} for m in modes}
@@ -245,10 +256,12 @@ def evaluate_retrieval(
         mode_rows = [r for r in rows if r["mode"] == mode]
         means = mean_metrics({c: r[c] for c in score_columns} for r in mode_rows)
         latencies = [r["latency_ms"] for r in mode_rows]
-        means["latency_ms.mean"] = statistics.fmean(latencies) if latencies else math.nan
+        means["latency_ms.mean"] = _mean(latencies)
         means["latency_ms.p50"] = _percentile(latencies, 50)
         means["latency_ms.p95"] = _percentile(latencies, 95)
         means[DISTINCT_PAGES] = statistics.fmean(r[DISTINCT_PAGES] for r in mode_rows) if mode_rows else math.nan
+        sized = context_sizes[mode]
+        means[CONTEXT_MEAN] = _mean(sized)
         means["questions"] = float(len(mode_rows))
         means["search_errors"] = float(sum(1 for r in mode_rows if r["error"]))
         metrics[mode] = means
@@ -263,6 +276,15 @@ def evaluate_retrieval(
         questions=questions,
         ragas_seconds=ragas_seconds,
     )
+
+
+def _context_sizes(results: Sequence[ChunkLike]) -> list[int]:
+    """The context size in tokens of each result that carries a context."""
+    return [int(getattr(r, "context_tokens", 0) or 0) for r in results if getattr(r, "context", None)]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else math.nan
 
 
 def _percentile(values: Sequence[float], pct: float) -> float:

@@ -132,3 +132,19 @@ def test_unresolved_labels():
     assert [(u.entry.doc_path, u.entry.section) for u in bad] == [("a.md", "Gone"), ("missing.md", "X")]
     assert "document not in index" in bad[1].reason
     assert bad[0].as_dict()["question_id"] == "q1"
+
+
+def test_a_text_label_is_looked_for_in_the_context_when_the_result_carries_one():
+    result = chunk(doc="paper.md", section="", breadcrumb="", text="The matched sentence.")
+    answer = ExpectedSource(doc_path="paper.md", text="the answer lies in the next paragraph")
+    assert not entry_matches(answer, result)
+    result.context = "The matched sentence.\n\nThe answer  lies in the *next* paragraph."
+    assert entry_matches(answer, result)
+    assert not entry_matches(ExpectedSource(doc_path="other.md", text="the answer lies"), result)
+    # doc_path and section are the chunk's own: a heading inside the context is not its section
+    result = chunk(section="Child", text="body")
+    result.context = "## Other heading\n\nbody"
+    assert not entry_matches(ExpectedSource(section="Other heading"), result)
+    assert entry_matches(ExpectedSource(section="Child", text="other heading"), result)
+    units = rank_units([result], [ExpectedSource(doc_path="guide/a.md", text="other heading")], SECTION)
+    assert units[0].satisfies == {0}

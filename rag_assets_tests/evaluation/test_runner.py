@@ -182,3 +182,21 @@ def test_a_question_with_its_own_filters_is_searched_with_them():
     assert seen == [{"module": "m2"}, None] and rep.metrics["good"]["section.recall@1"] == 0.5
     with pytest.raises(ValueError, match="filters must be an object"):
         parse_question({"id": "g", "question": "?", "expected": [{"doc_path": "a.md"}], "filters": "m2"})
+
+
+def test_results_with_a_context_are_matched_on_it_and_its_size_reported():
+    question = EvalQuestion("c1", "where?", (ExpectedSource(doc_path="p.md", text="the answer"),))
+
+    def search(q, mode, top_k):
+        results = [R("p.md", "", "the matched chunk"), R("q.md", "", "another chunk")]
+        if mode == "context":
+            results[0].context, results[0].context_tokens = "the matched chunk\n\nthe answer", 9
+            results[1].context, results[1].context_tokens = "another chunk", 3
+        return results
+
+    report = evaluate_retrieval([question], search, modes=("chunk", "context"), top_k=10, ragas=False)
+    assert report.metrics["chunk"]["section.hit@1"] == 0.0 and math.isnan(report.metrics["chunk"]["context_tokens.mean"])
+    assert report.metrics["context"]["section.hit@1"] == 1.0
+    assert report.metrics["context"]["context_tokens.mean"] == 6.0
+    assert report.rows.set_index("mode").loc["context", "context_tokens"] == 6.0
+    assert "context_tokens.mean" in report.markdown_table()
