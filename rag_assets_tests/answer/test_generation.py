@@ -423,3 +423,26 @@ def test_a_punctuation_only_question_is_refused(pipeline):
         with pytest.raises(InvalidQueryError, match="no letter or digit"):
             pipeline.retrieve(RetrieveRequest(text))
     assert pipeline.retrieve(RetrieveRequest("429?", min_relevance=-1.0)).document_chunks  # a digit is enough
+
+
+def test_the_prompt_carries_each_source_context_and_cites_its_chunk(pipeline, settings, server):
+    import uuid
+
+    from rag_assets.answer.generation import build_messages, build_sources
+    from rag_assets.retrieval.context import DocumentChunk, RAGContext
+
+    chunk = DocumentChunk("c1", "a.md", "a.md", "The matched chunk.", {"title": "A"}, 0.9, 3, section="S",
+                          context="The paragraph before.\n\nThe matched chunk.\n\nThe paragraph after.",
+                          context_tokens=15)
+    context = RAGContext(uuid.uuid4(), uuid.uuid4(), "q", "hybrid", [chunk], [0.9], 1, 0.9, True, 0.25)
+    _, user = (m["content"] for m in build_messages("What is this?", context))
+    assert "The paragraph before.\n\nThe matched chunk.\n\nThe paragraph after." in user
+    source = build_sources(context)[0]
+    assert (source.chunk_id, source.excerpt) == ("c1", "The matched chunk.")  # citations: the chunk itself
+
+    server.reply("Add rows with the button [Source 1].")
+    result = answer_question(ON_TOPIC, 3, pipeline=pipeline, settings=settings)
+    prompt = _user_prompt(server.chat_requests[0])
+    retrieved = pipeline.retrieve(RetrieveRequest(ON_TOPIC, max_chunks=3, mode="hybrid")).document_chunks
+    assert all(c.context and c.context.strip() in prompt for c in retrieved)
+    assert [s.chunk_id for s in result.sources] == [c.chunk_id for c in retrieved]
