@@ -35,6 +35,23 @@ def test_query_json(env, capsys):
     assert {"chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score"} <= set(first)
 
 
+def test_query_json_and_batch_give_each_result_its_context(env, tmp_path, capsys, monkeypatch):
+    assert main(["query", "How do I stream responses?", "--top-k", "3", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    for r in results:  # the section's text around the matched chunk, next to it
+        assert r["text"].strip() in r["context"] and 0 < r["context_tokens"] <= 400
+    stream = next(r for r in results if r["doc_path"] == "guide/streaming.md")
+    assert "## Server-sent events" in stream["context"] and "stream.text_stream" in stream["context"]
+    batch = tmp_path / "one.jsonl"
+    batch.write_text('{"id": "q1", "question": "rate limit 429"}\n', encoding="utf-8")
+    assert main(["query", "--batch", str(batch), "--top-k", "2"]) == 0
+    first = json.loads(capsys.readouterr().out)["results"][0]
+    assert first["text"].strip() in first["context"] and first["context_tokens"] > 0
+    monkeypatch.setenv("RAG_CONTEXT_TOKENS", "0")  # no context: the results as before
+    assert main(["query", "How do I stream responses?", "--json"]) == 0
+    assert all("context" not in r for r in json.loads(capsys.readouterr().out)["results"])
+
+
 def test_query_text_and_threshold_note(env, capsys):
     assert main(["query", "How do I cook pasta?"]) == 0
     out = capsys.readouterr().out
