@@ -75,7 +75,7 @@ def _corpus(n_docs: int = 6, sections: int = 4) -> dict[str, str]:
         for s in range(sections):
             body.append(f"## Replace the {topics[d]} part {s}")
             body.append(f"Replacing part {s} of the {topics[d]} takes about {s + 2} minutes with a torque wrench; "
-                        f"drain the {topics[d]} first, loosen the {s + 4} bolts and keep the gasket of part {s} "
+                        f"drain the {topics[d]} first. Loosen the {s + 4} bolts of the {topics[d]} and keep the gasket of part {s} "
                         "clean, then tighten the bolts crosswise and check the seal for leaks under pressure.")
         docs[f"{topics[d]}.md"] = "\n\n".join(body) + "\n"
     return docs
