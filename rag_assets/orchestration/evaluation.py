@@ -38,6 +38,7 @@ GENERATION_KEY = "index_generation"  # the index version an evaluation scored (e
 PLOTTED = (
     "section.hit@1", "section.precision@3", "section.recall@3", "section.recall@5", "section.recall@10",
     "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10", "distinct_pages@10", "latency_ms.p95",
+    "context_tokens.mean",  # the mean size of a result's context (RAG_CONTEXT_TOKENS; absent when 0)
 )
 
 

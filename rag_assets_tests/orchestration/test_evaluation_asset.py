@@ -59,6 +59,8 @@ def test_scores_every_mode_saves_rows_and_passes_its_checks(indexed, rag_env, mo
         assert 0.0 <= meta[f"{mode}/section.recall@5"] <= 1.0
         assert "| section.mrr@10 |" in meta[f"{mode}/table"]
     assert meta["hybrid/section.recall@5"] >= 2 / 3
+    assert 0 < meta["hybrid/context_tokens.mean"] <= 400  # each result's context (RAG_CONTEXT_TOKENS), plotted
+    assert "| context_tokens.mean |" in meta["hybrid/table"]
     assert checks["retrieval_quality"].passed and checks["eval_labels_resolve"].passed
     rows = pd.read_parquet(meta["results_parquet"])
     assert len(rows) == 9 and set(rows["mode"]) == {"vector", "keyword", "hybrid"}
@@ -96,7 +98,7 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     monkeypatch.setenv("RAG_EVAL_CHECK_SEVERITY", "ERROR")
     proc = subprocess.run(cmd[:-1], capture_output=True, text=True, env=os.environ.copy(), timeout=300)
     assert proc.returncode == 1 and "retrieval_quality: FAILED (ERROR)" in proc.stderr
-    assert "section.recall@5" in proc.stdout
+    assert "section.recall@5" in proc.stdout and "context_tokens.mean" in proc.stdout
 
 
 def _sensor_tick(instance, cursor=None):
