@@ -383,7 +383,8 @@ def _ask(args) -> int:
 # The table `rag evaluate` prints: section-level headline metrics, one column per mode.
 _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "section.recall@5",
                "section.recall@10", "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10",
-               "ragas.id_based_context_precision", "ragas.id_based_context_recall", "latency_ms.p95")
+               "ragas.id_based_context_precision", "ragas.id_based_context_recall", "latency_ms.p95",
+               "context_tokens.mean")
 
 
 def _evaluate(args) -> int:
