@@ -1,10 +1,16 @@
-"""The three development corpora of the retrieval benchmarks, each indexed once into a scratch folder.
+"""The development corpora of the retrieval benchmarks, each indexed once into a scratch folder.
 
 | name | docs | eval set | licence |
 |---|---|---|---|
 | claude-docs | data/docs (bundled) | data/eval/claude-docs.jsonl (100 questions) | MIT |
 | fastapi | data/samples/fastapi/docs (bundled) | its eval.jsonl (60 questions) | MIT |
 | textbook | ../shared/corpora/physical-ai-textbook | benchmarks/textbook_eval.jsonl (40 questions) | none: read in place, never copied |
+| covid-qa-dev | ../shared/datasets/covid-qa-dev/docs (40 papers, no headings) | its eval.jsonl (250 questions labelled by answer span) | Apache-2.0: read in place, never copied |
+
+covid-qa-dev is scored by the same evaluation: its expected entries are ``{doc_path, text}``, so a
+result satisfies one when it is from that paper and holds the answer span (in its ``context`` when
+results carry one). Each paper is one section (no headings), so its section-level hit@k / MRR are
+*answer* hit@k / MRR, and document recall@k is whether the right paper is found.
 
 `open_corpus(name)` returns a Retriever over that corpus's index in ``<workdir>/<name>/`` (Chroma,
 state, keyword index), building it first if it is empty. Vectors come from one embedding cache shared
@@ -40,6 +46,8 @@ CORPORA: dict[str, Corpus] = {
     "fastapi": Corpus("fastapi", ROOT / "data" / "samples" / "fastapi" / "docs",
                       ROOT / "data" / "samples" / "fastapi" / "eval.jsonl"),
     "textbook": Corpus("textbook", SHARED / "corpora" / "physical-ai-textbook", HERE / "textbook_eval.jsonl"),
+    "covid-qa-dev": Corpus("covid-qa-dev", SHARED / "datasets" / "covid-qa-dev" / "docs",
+                           SHARED / "datasets" / "covid-qa-dev" / "eval.jsonl"),
 }
 
 

@@ -12,11 +12,13 @@ rag_assets_tests/index_builder.build_index, then replicated into a new Chroma co
   project's own code on first use, exactly as after an ingest.
 
 Queries go through the project's own ``Retriever`` (default settings: hybrid = z-scored convex fusion,
-heading second stage on the top 30, diversity; candidate depth max(50, 5*top_k)), top_k = 5, over the 100 questions of data/eval/claude-docs.jsonl (--passes
+heading second stage on the top 30, diversity; candidate depth max(50, 5*top_k); each result's context,
+RAG_CONTEXT_TOKENS, unless --context-tokens says otherwise), top_k = 5, over the 100 questions of data/eval/claude-docs.jsonl (--passes
 times each, default 2 -> 200 samples per mode), with the per-process query-embedding cache emptied
 before every query, so every measured query embeds its text (asserted from the cache's miss count).
 Reported: p50 / p95 / max after a warm-up, plus the same for the parts of a hybrid query (query
-embedding, Chroma query with and without documents, BM25 search) to show where the time goes.
+embedding, Chroma query with and without documents, BM25 search, the contexts of its 5 results) to show
+where the time goes.
 
 Keyword index memory is measured in a fresh subprocess per size: RSS before and after
 ``KeywordIndex.ensure_current()`` loads the persisted build (bm25s arrays + ids; the stored embeddings
@@ -223,14 +225,15 @@ def summary(ms: list[float]) -> dict:
     return {"p50": round(_pct(ms, 0.5), 1), "p95": round(_pct(ms, 0.95), 1), "max": round(max(ms), 1), "n": len(ms)}
 
 
-def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: int = 5, passes: int = 1) -> dict:
+def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: int = 5, passes: int = 1,
+            context_tokens: int | None = None) -> dict:
     """p50/p95 per mode through the project's Retriever, every query embedded afresh.
 
     The modes and the parts are interleaved question by question (order rotated), so a burst of
     load from other processes hits every mode alike instead of whichever mode ran at that moment."""
     from rag_assets.retrieval.retriever import Retriever
 
-    settings = _settings(workdir, name)
+    settings = _settings(workdir, name, **({} if context_tokens is None else {"context_tokens": context_tokens}))
     store = _store(settings, embedder)
     retriever = Retriever(embedder, store, settings)
     retriever.keyword.ensure_current()
@@ -242,7 +245,7 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
             retriever.search(q + " warm-up", mode, TOP_K)
     out = {"load1_before": round(load1(), 2)}
     ms: dict[str, list[float]] = {m: [] for m in modes}
-    part_names = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50")
+    part_names = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50", "context_top5")
     parts: dict[str, list[float]] = {k: [] for k in part_names}
     misses = retriever._embeddings.misses
     for i, q in enumerate(questions * passes):
@@ -261,8 +264,13 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
         t3 = time.perf_counter()
         retriever.keyword.search(q, depth)
         t4 = time.perf_counter()
+        # each result's context (RAG_CONTEXT_TOKENS, or 400 when it is 0 for this run): hybrid's top 5
+        results = retriever.search(q, "hybrid", TOP_K, context_tokens=0)
+        t5 = time.perf_counter()
+        retriever.add_context(results, settings.context_tokens or 400)
+        t6 = time.perf_counter()
         for key, a, b in (("embed", t0, t1), ("chroma_query_k50", t1, t2), ("chroma_ids_only_k50", t2, t3),
-                          ("bm25_search_k50", t3, t4)):
+                          ("bm25_search_k50", t3, t4), ("context_top5", t5, t6)):
             parts[key].append(1000 * (b - a))
     assert retriever._embeddings.misses - misses == passes * len(questions) * len(modes), "a query embedding was cached"
     for mode in modes:
@@ -302,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", type=float, default=0.01)
     parser.add_argument("--source-chroma", default=None, help="an existing index of data/docs to copy from")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--context-tokens", type=int, default=None,
+                        help="each result's context budget (default: RAG_CONTEXT_TOKENS' default; 0 = no context)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -321,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         entry = {"made": made}
         if not args.skip_memory:
             entry["keyword_memory"] = keyword_memory(workdir, name)
-        entry["latency"] = measure(workdir, embedder, name, questions, passes=args.passes)
+        entry["latency"] = measure(workdir, embedder, name, questions, passes=args.passes,
+                                   context_tokens=args.context_tokens)
         results["sizes"][size] = entry
         print(f"{size}: {json.dumps(entry)}", file=sys.stderr)
 
@@ -339,11 +350,11 @@ def main(argv: list[str] | None = None) -> int:
             load = f"{lat['load1_before']}/{lat['load1_after']}"
             print(f"| {size:,} | {mode} | {s['p50']} | {s['p95']} | {s['max']} | {load} |")
     print("\n| chunks | embed p50/p95 | Chroma query k=50 with docs+metadata p50/p95 | Chroma k=50 ids+distances only "
-          "p50/p95 | BM25 search k=50 p50/p95 |")
-    print("|---|---|---|---|---|")
+          "p50/p95 | BM25 search k=50 p50/p95 | contexts of the top 5 p50/p95 |")
+    print("|---|---|---|---|---|---|")
     for size, e in results["sizes"].items():
         p = e["latency"]["parts"]
-        keys = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50")
+        keys = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50", "context_top5")
         cells = [f"{p[k]['p50']}/{p[k]['p95']}" for k in keys]
         print(f"| {size:,} | " + " | ".join(cells) + " |")
     if not args.skip_memory:
