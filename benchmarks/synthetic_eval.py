@@ -47,7 +47,7 @@ VARIANTS = ("40-100-140", "40-160-200", "60-250-300")
 DEFAULT_VARIANT = "40-100-140"
 MODES = ("vector", "keyword", "hybrid")
 METRICS = {"R@5": "section.recall@5", "hit@5": "section.hit@5", "MRR": "section.mrr@10"}
-STYLES = ("mixed", "heading", "sentence", "verbatim")
+STYLES = ("heading", "mixed", "sentence", "plain", "verbatim")
 
 
 def kendall_tau_b(x: list[float], y: list[float]) -> float:
@@ -83,7 +83,7 @@ def synthetic_questions(name: str, workdir: Path, style: str, size: int = 100, s
     corpus = DEV_CORPORA[name]
     settings = Settings.from_env({}, docs_dir=corpus.docs, cache_dir=workdir / "cache")
     sources, _ = folder_documents(settings)
-    built = build_synthetic_set(sources, workdir / "sets" / name / style, size=size, seed=seed, style=style)
+    built = build_synthetic_set(sources, workdir / "sets" / name / f"{style}-{size}", size=size, seed=seed, style=style)
     return built
 
 
@@ -94,13 +94,13 @@ def score(retriever, questions) -> dict[str, dict[str, float]]:
     return {m: {k: report.metrics[m][v] for k, v in METRICS.items()} for m in MODES}
 
 
-def run(workdir: Path, corpora: list[str], variants: list[str], styles: list[str]) -> dict:
+def run(workdir: Path, corpora: list[str], variants: list[str], styles: list[str], size: int = 100) -> dict:
     from rag_assets.evaluation.evalset import load_eval_set
 
     CORPORA.update(DEV_CORPORA)  # open_corpus looks corpora up by name
     results: dict = {"corpora": {}, "sets": {}}
     for name in corpora:
-        sets = {style: synthetic_questions(name, workdir, style) for style in styles}
+        sets = {style: synthetic_questions(name, workdir, style, size) for style in styles}
         results["sets"][name] = {s: {"questions": len(b.questions), "version": b.version, "kinds": b.manifest["kinds"],
                                      "documents": b.manifest["documents"]} for s, b in sets.items()}
         labelled = load_eval_set(DEV_CORPORA[name].eval_set).questions
@@ -187,12 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", default=",".join(DEV_CORPORA))
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--styles", default=",".join(STYLES))
+    parser.add_argument("--size", type=int, default=100, help="questions per synthetic set (default 100)")
     parser.add_argument("--markdown", help="also write the tables to this file")
     parser.add_argument("--json", help="write every figure to this file")
     args = parser.parse_args(argv)
     styles, variants = args.styles.split(","), args.variants.split(",")
     started = time.perf_counter()
-    results = run(Path(args.workdir), args.corpora.split(","), variants, styles)
+    results = run(Path(args.workdir), args.corpora.split(","), variants, styles, args.size)
     results["machine"] = {"python": platform.python_version(), "platform": platform.platform(),
                           "seconds": round(time.perf_counter() - started)}
     text = markdown(results, styles, variants)

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from rag_assets.evaluation.synthetic import OFFLINE_GENERATOR
+
 
 def _rag(*args, env=None):
     return subprocess.run([sys.executable, "-m", "rag_assets", *args], capture_output=True, text=True,
@@ -32,7 +34,7 @@ def test_rag_evaluate_without_an_eval_set_scores_a_synthetic_one(rag_env, dagste
     proc = _rag("evaluate", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["eval_set"]["kind"] == "synthetic" and data["eval_set"]["generator"] == "offline-v1"
+    assert data["eval_set"]["kind"] == "synthetic" and data["eval_set"]["generator"] == OFFLINE_GENERATOR
     assert len(data["eval_set"]["version"]) == 12 and data["questions"] == 3
     assert set(data["metrics"]) == {"vector", "keyword", "hybrid"}
     assert len(data["rows"]) == 9 and data["checks"] == {}

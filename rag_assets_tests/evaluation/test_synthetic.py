@@ -39,8 +39,8 @@ to change how many attempts it makes; the default is three attempts with exponen
 
 ## Parameters
 
-The constructor accepts an api_key, a base_url pointing at another compatible server, a timeout in
-seconds for every request, and max_retries for failed requests that should be tried again.
+The constructor accepts an api_key and a base_url pointing at another compatible server. The constructor
+also takes a timeout in seconds for every request, and max_retries for failed requests that should be tried again.
 
 ## Tiny
 
@@ -95,6 +95,19 @@ def test_heading_questions_read_like_a_user_asking():
     assert heading_question(asked) == "Why let Claude think?"
 
 
+def test_questions_bring_words_from_outside_their_passage():
+    passages = document_passages("client.md", "Client", split_markdown(RETRIES))
+    retries = next(p for p in passages if p.section == "Configure retries")
+    # the document's vocabulary this section does not use (the other section's words)
+    assert "constructor" in retries.context and "retries" not in retries.context
+    for seed in range(10):
+        plain = heading_question(retries, seed)
+        asked = heading_question(retries, seed, novel=True)
+        assert plain.rstrip("?").lower() in asked.lower() and len(asked) > len(plain)
+        own = {w.casefold() for w in content_words(retries.text + " Configure retries")}
+        assert {w.casefold() for w in content_words(asked)} - own  # at least one word from outside
+
+
 def test_sentence_questions_are_disturbed_not_verbatim_copies():
     (retries, *_rest) = [p for p in document_passages("client.md", "Client", split_markdown(RETRIES))
                          if p.section == "Configure retries"]
@@ -106,7 +119,7 @@ def test_sentence_questions_are_disturbed_not_verbatim_copies():
         words = {w.casefold() for w in content_words(question)}
         source = {w.casefold() for w in content_words(retries.text)}
         assert len(words & source) >= 2  # still about the passage
-        assert len(content_words(question)) <= 11
+        assert len(content_words(question)) <= 9 + 3  # MAX_QUESTION_WORDS, plus NOVEL_WORDS from outside
     # the wording differs from seed to seed, and the same seed gives the same question
     assert len({sentence_question(retries, seed) for seed in range(20)}) > 10
     assert sentence_question(retries, 7) == sentence_question(retries, 7)
@@ -269,8 +282,11 @@ def test_parse_llm_reply_rejects_copies_of_the_heading():
 
 def test_styles_for_benchmarks_one_kind_only_or_verbatim(tmp_path):
     docs = _corpus(3, 2)
-    heading = build_synthetic_set([_source(p, t) for p, t in docs.items()], tmp_path / "h", size=6, style="heading")
-    assert heading.manifest["kinds"] == {"heading": 6} and heading.manifest["generator"] == f"{OFFLINE_GENERATOR}/heading"
+    heading = build_synthetic_set([_source(p, t) for p, t in docs.items()], tmp_path / "h", size=6)
+    assert heading.manifest["kinds"] == {"heading": 6} and heading.manifest["generator"] == OFFLINE_GENERATOR
+    mixed = build_synthetic_set([_source(p, t) for p, t in docs.items()], tmp_path / "m", size=6, style="mixed")
+    assert set(mixed.manifest["kinds"]) == {"heading", "sentence"}
+    assert mixed.manifest["generator"] == f"{OFFLINE_GENERATOR}/mixed"
     verbatim = build_synthetic_set([_source(p, t) for p, t in docs.items()], tmp_path / "v", size=6, style="verbatim")
     assert verbatim.manifest["kinds"] == {"sentence": 6}
     assert all(normalize(q.question).rstrip("?") in normalize(docs[q.expected[0].doc_path]) for q in verbatim.questions)
