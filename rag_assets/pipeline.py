@@ -294,7 +294,7 @@ class RAGPipeline:
         their context (RAG_CONTEXT_TOKENS): only the ones that can be handed on are given one."""
         retrieval = self.retriever.retrieve(query, mode, depth, filters, context_tokens=0)
         ranked = prefer_place(retrieval.results, prefer) if prefer else retrieval.results
-        self.retriever.add_context(ranked[:max_chunks])
+        self.retriever.add_context(ranked[:max_chunks], generation=retrieval.generation)
         return retrieval, ranked
 
     def _guard(self, fn, *args):

@@ -197,6 +197,7 @@ class Retrieval:
     weights: tuple[float, float] | None = None  # hybrid: (dense, keyword) after adaptation
     dense_candidates: int = 0
     keyword_candidates: int = 0
+    generation: str | None = None  # the index generation it was answered from
 
 
 class Retriever:
@@ -261,6 +262,7 @@ class Retriever:
             with self.keyword.pinned(generation):
                 retrieval = self._retrieve(query, mode, top_k, filters)
                 self._add_context(retrieval.results, budget)
+                retrieval.generation = generation
                 return retrieval
         except _StaleKeywordBuild:
             pass
@@ -274,16 +276,19 @@ class Retriever:
             with self.keyword.pinned(generation):
                 retrieval = self._retrieve(query, mode, top_k, filters)
                 self._add_context(retrieval.results, budget)
+                retrieval.generation = generation
                 return retrieval
         finally:
             self._tolerant.on = False
 
-    def add_context(self, results: list[SearchResult], context_tokens: int | None = None) -> list[SearchResult]:
+    def add_context(self, results: list[SearchResult], context_tokens: int | None = None, *,
+                    generation: str | None = None) -> list[SearchResult]:
         """Fill each result's ``context`` (in place; returns the results): for results retrieved with
-        ``context_tokens=0`` of which only some are handed on (RAGPipeline.retrieve)."""
+        ``context_tokens=0`` of which only some are handed on (RAGPipeline.retrieve). ``generation``:
+        the one they were retrieved from (``Retrieval.generation``; None = read it again)."""
         budget = self._budget(context_tokens)
         if budget and results:
-            with self.keyword.pinned(self.follow_index()):
+            with self.keyword.pinned(generation or self.follow_index()):
                 self._add_context(results, budget)
         return results
 
