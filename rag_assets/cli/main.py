@@ -171,6 +171,8 @@ def _print_summary(summary, as_json: bool) -> int:
         if summary.chunks_truncated:
             print(f"{summary.chunks_truncated} chunk(s) exceed the embedding model's input and were embedded from their "
                   "start only (an oversized code block or table: see chunk_embeddings in the UI)")
+        if summary.blocks_split:
+            print(f"{summary.blocks_split} code/table block(s) too big for one chunk were split at line boundaries")
         for err in summary.errors:
             print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
     if summary.removal_refused:

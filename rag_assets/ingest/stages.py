@@ -256,23 +256,30 @@ def run_chunk(
     fingerprint: str,
     progress: Reporter = no_progress,
 ) -> StageReport:
+    from rag_assets.ingest.chunking import ChunkingStats
+
     token_counts: list[int] = []
     oversized = 0
+    split = ChunkingStats()  # over all documents: code blocks and tables cut into pieces that fit
 
     def work(ref: DocumentRef, inputs: list):
         nonlocal oversized
         blocks_payload, parsed_payload = inputs
         parsed = parsed_from_dict(parsed_payload)
+        mine = ChunkingStats()
         chunks = ids.distinct_chunks(ids.assign_ids(
-            chunk_document(parsed, blocks_from_list(blocks_payload), counter, config, fits=fits)))
+            chunk_document(parsed, blocks_from_list(blocks_payload), counter, config, fits=fits, stats=mine)))
         counts = [c.token_count for c in chunks]
         token_counts.extend(counts)
         big = sum(c.oversized for c in chunks)
         oversized += big
-        return [asdict(c) for c in chunks], {"chunks": len(chunks), **_token_stats(counts), "oversized_chunks": big}
+        split.blocks_split += mine.blocks_split
+        return [asdict(c) for c in chunks], {"chunks": len(chunks), **_token_stats(counts), "oversized_chunks": big,
+                                             "blocks_split": mine.blocks_split}
 
     report = _run_each(CHUNKS, refs, stages, fingerprint, [(BLOCKS, SPLIT_FINGERPRINT), (PARSED, "")], work, progress)
-    report.stats = {"chunks": len(token_counts), **_token_stats(token_counts), "oversized_chunks": oversized}
+    report.stats = {"chunks": len(token_counts), **_token_stats(token_counts), "oversized_chunks": oversized,
+                    "blocks_split": split.blocks_split}
     return report
 
 

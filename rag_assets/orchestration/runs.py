@@ -344,11 +344,13 @@ def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], succe
     summary.run_ids.append(run_id)
     index_meta = meta.get("vector_index", {})
     embed_meta = meta.get("chunk_embeddings", {})
+    chunk_meta = meta.get("document_chunks", {})
     summary.chunks_written += int(index_meta.get("vectors_written", 0))
     summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
     summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
     summary.embeddings_reused += int(embed_meta.get("embeddings_reused", 0))
     summary.chunks_truncated += int(embed_meta.get("chunks_truncated_by_model", 0))
+    summary.blocks_split += int(chunk_meta.get("blocks_split", 0))
     if not success:
         summary.errors.append({"doc_path": "*", "error": f"run {run_id} failed: {error()}"})
 

@@ -242,11 +242,13 @@ def test_another_folder_after_the_demo_is_indexed_and_the_demo_kept_with_counts_
     assert report["documents_deleted"] == 3 and store().doc_paths() == {"pumps/seals.md", "faq.md"}
 
 
-def test_the_summary_counts_chunks_the_model_truncates(env):
+def test_the_summary_counts_code_blocks_split_to_fit_a_chunk(env):
     code = "\n".join(f"value_{i} = compute_something(value_{i - 1}, factor={i})" for i in range(1, 200))
     (env / "docs" / "big-code.md").write_text(f"# Big code\n\n## Listing\n\n```python\n{code}\n```\n")
     report, _ = ingest_json()
-    assert report["chunks_truncated"] >= 1
+    # split at line boundaries into fenced pieces, instead of one chunk the model would truncate
+    assert report["blocks_split"] == 1 and report["chunks_truncated"] == 0
     (env / "docs" / "big-code.md").write_text(f"# Big code\n\n## Listing\n\nAgain:\n\n```python\n{code}\n```\n")
     text = rag("ingest").stdout
-    assert "exceed the embedding model's input" in text
+    assert "1 code/table block(s) too big for one chunk were split at line boundaries" in text
+    assert "exceed the embedding model's input" not in text

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rag_assets.ingest.chunking import ChunkingConfig, build_index_text, chunk_document
+from rag_assets.ingest.chunking import ChunkingConfig, ChunkingStats, build_index_text, chunk_document
 from rag_assets.config import Settings
 from rag_assets.ingest.markdown import split_markdown
 from rag_assets.models import Chunk, ParsedDocument
@@ -95,7 +95,7 @@ def test_chunks_never_cross_headings_and_breadcrumbs(counter: TokenCounter) -> N
     chunks = chunk(body, counter)
     crumbs = [(c.section, c.heading_breadcrumb) for c in chunks]
     assert crumbs == [
-        ("", []),
+        ("Guide", ["Guide"]),  # the page intro is filed under the page title
         ("Top", ["Top"]),
         ("Deep", ["Top", "Deep"]),
         ("Middle", ["Top", "Middle"]),  # ## pops the ###
@@ -159,21 +159,23 @@ def test_word_without_spaces_is_cut_into_token_slices(counter: TokenCounter) -> 
     assert all(c.token_count <= ChunkingConfig().max_tokens for c in chunks)
 
 
-def test_code_and_table_never_split_oversized_flagged(counter: TokenCounter) -> None:
+def test_code_and_table_fit_whole_or_are_split_into_valid_pieces(counter: TokenCounter) -> None:
     big_code = "```python\n" + "\n".join(f"value_{i} = compute({i}, 'x')" for i in range(120)) + "\n```"
     small_code = "```bash\npip install rag\n```"
     table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {prose(3, i)} |" for i in range(80))
     body = f"# Code\n\n{prose(20)}\n\n{small_code}\n\n{big_code}\n\n{prose(20, 2)}\n\n## Table\n\n{table}\n"
     chunks = chunk(body, counter)
-    big = [c for c in chunks if big_code in c.text]
-    assert len(big) == 1 and big[0].oversized and big[0].block_types == ["code"]
-    assert big[0].text == big_code  # alone, never merged with the prose around it
-    assert sum(small_code in c.text for c in chunks) == 1
-    tab = [c for c in chunks if table in c.text]
-    assert len(tab) == 1 and tab[0].oversized and tab[0].text == f"## Table\n\n{table}"
+    assert not any(c.oversized for c in chunks)
+    assert all(c.token_count <= ChunkingConfig().max_tokens for c in chunks)
+    assert sum(small_code in c.text for c in chunks) == 1  # a block that fits stays whole
+    code = [c for c in chunks if "value_" in c.text]
+    assert len(code) > 2 and all(c.block_types == ["code"] for c in code)
+    assert all(c.text.startswith("```python\n") and c.text.endswith("\n```") for c in code)
+    assert [line for c in code for line in c.text.split("\n")[1:-1]] == big_code.split("\n")[1:-1]
+    tab = [c for c in chunks if c.section == "Table"]
+    assert len(tab) > 2 and tab[0].text.startswith("## Table\n\n| a | b |\n|---|---|\n")
     assert tab[0].block_types == ["heading", "table"]
-    for c in chunks:
-        assert c.token_count <= ChunkingConfig().max_tokens or (c.oversized and {"code", "table"} & set(c.block_types))
+    assert all(c.text.startswith("| a | b |\n|---|---|\n") for c in tab[1:])
 
 
 def test_big_admonition_is_split_as_prose(counter: TokenCounter) -> None:
@@ -243,11 +245,13 @@ def test_fits_callback_is_honoured(counter: TokenCounter) -> None:
 
     body = f"# Title\n\n## Part\n\n{prose(300, 3)}\n\n```\n{'code line ' * 50}\n```\n"
     chunks = chunk(body, counter, fits=fits)
-    for c in chunks:
-        assert fits(c.index_text) or (c.oversized and c.block_types[-1] == "code")
-    assert any(c.oversized for c in chunks)
+    assert all(fits(c.index_text) and not c.oversized for c in chunks)
     prose_words = [w for c in chunks if "code" not in c.block_types for w in words(c.text)]
     assert prose_words[:2] == ["##", "Part"] and prose_words[2:] == words(prose(300, 3))
+    # The code block fits max_tokens but not `fits`: cut (its one line at words), each piece fenced.
+    code = [c for c in chunks if "code" in c.block_types]
+    assert len(code) > 1 and all(c.text.startswith("```\n") and c.text.endswith("\n```") for c in code)
+    assert [w for c in code for w in words(c.text) if w != "```"] == words("code line " * 50)
 
 
 def test_fits_with_overlap(counter: TokenCounter) -> None:
@@ -312,8 +316,9 @@ def test_big_document_chunks_fast(counter: TokenCounter) -> None:
     started = time.process_time()  # CPU time: other work on the machine does not count
     chunks = chunk_document(make_doc(body), blocks, counter, ChunkingConfig(overlap_tokens=20))
     assert time.process_time() - started < 10
-    assert chunks[0].oversized and chunks[0].block_types == ["heading", "table"]
-    assert len(chunks) > 600
+    assert chunks[0].block_types == ["heading", "table"] and not any(c.oversized for c in chunks)
+    assert chunks[0].text.startswith("# Big\n\n| a | b | c |\n|---|---|---|\n| row 0 |")
+    assert len(chunks) > 1000
 
 
 def test_sections_after_a_ten_level_list_are_their_own_chunks(counter: TokenCounter) -> None:
@@ -358,3 +363,146 @@ def test_a_long_title_or_h1_has_a_header_budget_and_does_not_shred_its_page(capl
     started = time.perf_counter()
     chunk_document(huge, split_markdown(huge.body), counter, ChunkingConfig())
     assert time.perf_counter() - started < 5  # was past 600 s with a 1 MB frontmatter title
+
+
+# -- boundaries a reader would draw --------------------------------------------------------------
+
+
+def code_block(n: int, lang: str = "python") -> str:
+    return f"```{lang}\n" + "\n".join(f"value_{i} = compute({i}, 'x')" for i in range(n)) + "\n```"
+
+
+def holding(chunks: list[Chunk], text: str) -> Chunk:
+    (found,) = [c for c in chunks if text in c.text]
+    return found
+
+
+def test_a_lead_in_stays_with_the_code_it_introduces(counter: TokenCounter) -> None:
+    lead_in = "Pin a specific version, e.g., with:"
+    code = "```bash\n" + "\n".join(f"pip install tool-{i}==1.2.{i}" for i in range(4)) + "\n```"
+    chunks = chunk(f"## Install\n\n{prose(20, 1)}\n\n{lead_in}\n\n{code}\n", counter)
+    # before: the prose and the lead-in filled the first chunk (ending in ":"), the code was the next
+    assert holding(chunks, code).text == f"{lead_in}\n\n{code}"
+    assert not any(c.text.endswith(":") for c in chunks)
+
+
+def test_a_lead_in_stays_with_the_table_it_introduces(counter: TokenCounter) -> None:
+    lead_in = "Applies seven ranking rules in this order by default:"
+    table = "| rule | meaning |\n|---|---|\n" + "\n".join(f"| r{i} | {prose(2, i)} |" for i in range(4))
+    chunks = chunk(f"## Ranking\n\n{prose(20, 1)}\n\n{lead_in}\n\n{table}\n", counter)
+    assert holding(chunks, table).text == f"{lead_in}\n\n{table}"
+    assert holding(chunks, table).block_types == ["prose", "table"]
+
+
+def test_a_lead_in_stays_with_the_list_it_introduces_inside_prose(counter: TokenCounter) -> None:
+    items = "\n".join(f"- option {i}: {prose(5, i)}" for i in range(3))
+    body = f"{prose(20, 1)}\n\nThe options are as follows\n\n{items}\n"
+    chunks = chunk(body, counter)
+    assert holding(chunks, items).text.startswith("The options are as follows\n\n- option 0")
+    # A lead-in line inside one paragraph that has to be cut stays with the line after it.
+    lines = "\n".join([prose(20, 2), "Run these steps:", *(f"- step {i} {prose(6, i)}" for i in range(6))])
+    chunks = chunk(lines, counter)
+    assert len(chunks) > 1 and not any(c.text.endswith(":") for c in chunks)
+    assert "Run these steps:\n- step 0" in holding(chunks, "Run these steps:").text
+
+
+def test_a_lead_in_goes_with_the_first_piece_of_an_oversized_code_block(counter: TokenCounter) -> None:
+    big = code_block(40)
+    chunks = chunk(f"## Run\n\n{prose(20, 1)}\n\nRun this:\n\n{big}\n", counter)
+    first = holding(chunks, "value_0 =")
+    assert first.text.startswith("Run this:\n\n```python\nvalue_0 =") and not first.oversized
+    assert not any(c.text.endswith(":") for c in chunks)
+    assert all(c.token_count <= ChunkingConfig().max_tokens for c in chunks)
+
+
+def test_a_lead_in_paragraph_lends_its_last_sentence_to_a_code_block_that_fits_alone(counter: TokenCounter) -> None:
+    code = code_block(10)  # ~114 tokens: no room for the whole paragraph before it
+    chunks = chunk(f"## About\n\n{prose(12, 1)} It looks like this:\n\n{code}\n", counter)
+    assert holding(chunks, code).text == f"It looks like this:\n\n{code}"  # the block is not cut
+    assert holding(chunks, prose(12, 1)).text.endswith(prose(12, 1))
+
+
+def test_a_small_chunk_in_the_middle_of_a_section_joins_a_neighbour(counter: TokenCounter) -> None:
+    note = "Both blocks print the same values."
+    chunks = chunk(f"## Steps\n\n{code_block(20)}\n\n{note}\n\n{code_block(20, 'py')}\n", counter)
+    # before: each oversized block alone, and the note alone (8 tokens) between them
+    assert all(c.token_count >= ChunkingConfig().min_tokens for c in chunks)
+    assert "code" in holding(chunks, note).block_types
+    # A remainder left by the exact size check (here the embedder's `fits`) leads the next chunk.
+    paragraphs = [prose(7, 1), prose(7, 2), prose(3, 3), prose(7, 4), prose(7, 5), prose(7, 6)]  # 30, 29, 14, ...
+    chunks = chunk("\n\n".join(paragraphs), counter, fits=lambda text: counter.count(text) <= 70)
+    assert [c.token_count for c in chunks] == [60, 44, 60]  # before: 60, 14, ...
+
+
+def test_the_page_intro_is_filed_under_the_page_title(counter: TokenCounter) -> None:
+    body = f"{prose(12, 1)}\n\n## Next\n\n{prose(12, 2)}\n"
+    intro, nxt = chunk(body, counter, title="Pumps { #pumps }")
+    assert (intro.section, intro.heading_breadcrumb) == ("Pumps", ["Pumps"])
+    assert intro.index_text == f"Pumps\n\n{prose(12, 1)}"  # the title is said once
+    assert nxt.heading_breadcrumb == ["Next"]
+    untitled = chunk(body, counter, title="")[0]
+    assert (untitled.section, untitled.heading_breadcrumb) == ("", [])
+
+
+@pytest.mark.parametrize("closing", ["\n```", ""])
+def test_an_oversized_python_block_is_split_into_fenced_pieces(counter: TokenCounter, closing: str) -> None:
+    lines = ["def handle(event):"]
+    for i in range(40):
+        lines += [f"    if event == {i}:", f"        return compute_value({i}, label='case {i}')"]
+    code = "```python title=\"handler.py\"\n" + "\n".join(lines) + closing
+    body = f"## Listing\n\n{code}\n\n## After\n\n{prose(10)}\n"
+    stats = ChunkingStats()
+    doc = make_doc(body)
+    chunks = chunk_document(doc, split_markdown(body), counter, ChunkingConfig(), stats=stats)
+    check_common(chunks, doc, counter, ChunkingConfig())
+    pieces = [c for c in chunks if c.section == "Listing"]
+    assert len(pieces) > 2 and stats.blocks_split == 1
+    assert pieces[0].text.startswith("## Listing\n\n```python title=\"handler.py\"\n")
+    bodies = [p.text.removeprefix("## Listing\n\n") for p in pieces]
+    for text, piece in zip(bodies, pieces):
+        # every piece is closed, even when the source's fence is not
+        assert text.startswith("```python title=\"handler.py\"\n") and text.endswith("\n```")
+        assert piece.token_count <= ChunkingConfig().max_tokens and not piece.oversized
+    assert [line for text in bodies for line in text.split("\n")[1:-1]] == lines  # indentation kept, nothing lost
+    again = chunk_document(doc, split_markdown(body), counter, ChunkingConfig())
+    assert [c.text for c in again] == [c.text for c in chunks]  # deterministic
+
+
+def test_an_oversized_table_is_split_with_its_header_repeated(counter: TokenCounter) -> None:
+    header = "| name | value | note |\n|:-----|------:|------|"
+    rows = [f"| n{i} | {i * 7} | {prose(4, i)} |" for i in range(60)]
+    stats = ChunkingStats()
+    body = f"## Limits\n\n" + header + "\n" + "\n".join(rows) + "\n"
+    chunks = chunk_document(make_doc(body), split_markdown(body), counter, ChunkingConfig(), stats=stats)
+    assert len(chunks) > 2 and stats.blocks_split == 1 and not any(c.oversized for c in chunks)
+    bodies = [c.text.removeprefix("## Limits\n\n") for c in chunks]
+    assert chunks[0].text.startswith("## Limits\n\n")
+    assert all(b.startswith(header + "\n| n") for b in bodies)
+    assert [line for b in bodies for line in b.split("\n")[2:]] == rows
+
+
+def test_a_code_line_longer_than_a_chunk_is_cut_at_words_inside_fences(counter: TokenCounter) -> None:
+    line = " ".join(f"arg{i}=value{i}" for i in range(150))
+    chunks = chunk(f"```sh\ncommand {line}\n```\n", counter)
+    assert len(chunks) > 2 and all(c.text.startswith("```sh\n") and c.text.endswith("\n```") for c in chunks)
+    assert [w for c in chunks for w in words(c.text)[1:-1]] == words(f"command {line}")
+
+
+def test_run_chunk_counts_the_blocks_it_split(tmp_path, counter: TokenCounter) -> None:
+    from rag_assets.index.stage_store import StageStore
+    from rag_assets.ingest.discovery import discover
+    from rag_assets.ingest.stages import chunking_fingerprint, run_chunk, run_parse, run_split
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "big.md").write_text(f"# Big\n\n{code_block(40)}\n\n## Table\n\n| a | b |\n|---|---|\n"
+                                 + "\n".join(f"| {i} | {prose(4, i)} |" for i in range(40)) + "\n")
+    (docs / "small.md").write_text(f"# Small\n\n{code_block(3)}\n")
+    refs = discover(docs).documents
+    stages = StageStore(tmp_path / "state")
+    run_parse(refs, stages)
+    run_split(refs, stages)
+    fingerprint = chunking_fingerprint(ChunkingConfig(), "cl100k_base", "m", 256)
+    report = run_chunk(refs, stages, counter, ChunkingConfig(), None, fingerprint)
+    assert report.stats["blocks_split"] == 2 and report.stats["oversized_chunks"] == 0
+    assert report.per_document["big.md"]["blocks_split"] == 2 and report.per_document["small.md"]["blocks_split"] == 0
