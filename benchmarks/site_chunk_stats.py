@@ -16,6 +16,8 @@ inline code), as "share% (count)" of a site's chunks:
   colon      the chunk ends in ":" (a closing ::: line does not count)
   lead_cut   ends in ":" and the next chunk of the same section starts with a code fence, table or list
   small      under RAG_CHUNK_MIN_TOKENS tokens
+  small_runt under the minimum AND not alone in its section (a piece that could merge with a neighbour;
+             a section whose whole body is small is one small chunk on purpose: a chunk never spans a heading)
   no_section the chunk's section is empty (text before the page's first heading)
   oversized  an atomic block over the size limit, kept whole (the model truncates it)
   adm_cut    the last line is a bare admonition opener (!!! note, ??? tip, === "...", /// tip, :::note)
@@ -31,6 +33,7 @@ import json
 import re
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path, PurePosixPath
 
 try:
@@ -48,7 +51,7 @@ from rag_assets.ingest.document_metadata import MetadataPolicy  # noqa: E402
 from rag_assets.ingest.tokens import TokenCounter  # noqa: E402
 from rag_assets.index.stage_store import StageStore, chunks_from_list  # noqa: E402
 
-METRICS = ["tag", "import", "only_tags", "colon", "lead_cut", "small", "no_section", "oversized", "adm_cut", "snippet"]
+METRICS = ["tag", "import", "only_tags", "colon", "lead_cut", "small", "small_runt", "no_section", "oversized", "adm_cut", "snippet"]
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 INLINE_CODE = re.compile(r"(`+).+?\1")
 TAG = re.compile(r"(?:^|(?<=[\s>(\[{]))</?[A-Z][\w.]*(?=[\s/>]|$)", re.M)
@@ -107,7 +110,7 @@ def imported_files(root: Path, doc_paths: set[str]) -> set[str]:
     return found & doc_paths
 
 
-def flags(chunk, following, min_tokens: int, snippet_files: set[str]) -> dict[str, bool]:
+def flags(chunk, following, min_tokens: int, snippet_files: set[str], section_size: int = 1) -> dict[str, bool]:
     mask = code_mask(chunk.text)
     prose = [INLINE_CODE.sub("", line) for line, code in mask if not code]
     last, last_is_code = next(((l, c) for l, c in reversed(mask) if l.strip()), ("", True))
@@ -125,6 +128,7 @@ def flags(chunk, following, min_tokens: int, snippet_files: set[str]) -> dict[st
         "colon": colon,
         "lead_cut": colon and same and bool(STARTS_BLOCK.match(following.text.lstrip())),
         "small": chunk.token_count < min_tokens,
+        "small_runt": chunk.token_count < min_tokens and section_size > 1,
         "no_section": not chunk.section.strip(),
         "oversized": bool(chunk.oversized),
         "adm_cut": ends_outside and following is not None and bool(ADMONITION_OPENER.match(last)),
@@ -155,8 +159,10 @@ def measure(name: str, docs: Path, show: str | None) -> dict:
     tokens: list[int] = []
     for doc_path in sorted(records):
         chunks = sorted(chunks_from_list(records[doc_path]["payload"]), key=lambda c: c.chunk_index)
+        per_section = Counter(tuple(c.heading_breadcrumb) for c in chunks)
         for i, chunk in enumerate(chunks):
-            found = flags(chunk, chunks[i + 1] if i + 1 < len(chunks) else None, config.min_tokens, snippet_files)
+            found = flags(chunk, chunks[i + 1] if i + 1 < len(chunks) else None, config.min_tokens, snippet_files,
+                          per_section[tuple(chunk.heading_breadcrumb)])
             tokens.append(chunk.token_count)
             for metric, hit in found.items():
                 counts[metric] += hit
