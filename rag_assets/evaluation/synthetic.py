@@ -64,7 +64,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from rag_assets.evaluation.evalset import EvalQuestion, load_eval_set
 from rag_assets.evaluation.matching import normalize, normalize_heading
-from rag_assets.ingest.markup import drop_include_directives, strip_heading_attributes
+from rag_assets.ingest.markup import drop_include_directives, push_heading, strip_heading_attributes
 from rag_assets.models import Block, BlockType
 
 log = logging.getLogger(__name__)
@@ -284,11 +284,7 @@ def document_passages(doc_path: str, title: str, blocks: Sequence[Block]) -> lis
     stack: list[tuple[int, str]] = []
     for block in blocks:
         if block.type is BlockType.HEADING:
-            level = block.heading_level or 1
-            heading = strip_heading_attributes(block.text)
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, heading))
+            heading = push_heading(stack, block.heading_level or 1, block.text)
             sections.append((heading, tuple(h for _, h in stack), True, []))
         else:
             sections[-1][3].append(block)

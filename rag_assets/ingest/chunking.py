@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rag_assets.ingest.markup import indexable_text, strip_heading_attributes
+from rag_assets.ingest.markup import indexable_text, push_heading, strip_heading_attributes
 from rag_assets.models import Block, BlockType, Chunk, ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
 
@@ -202,10 +202,7 @@ def _sections(blocks: list[Block], page_title: str) -> list[_Section]:
     for block in blocks:
         if block.type is BlockType.HEADING:
             level = block.heading_level or 1
-            title = strip_heading_attributes(block.text)
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, title))
+            title = push_heading(stack, level, block.text)
             line = f"{'#' * level} {block.text}".rstrip()  # the stored text keeps the source line
             sections.append(_Section(line, title, [t for _, t in stack], []))
         else:

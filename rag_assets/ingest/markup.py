@@ -32,6 +32,16 @@ def strip_heading_attributes(heading: str) -> str:
     return _HEADING_ATTRIBUTES.sub("", heading).rstrip() if "{" in heading else heading
 
 
+def push_heading(path: list[tuple[int, str]], level: int, heading: str) -> str:
+    """Enter a heading: `path` (the (level, title) headings above the current text, top first) loses
+    the headings at this level and below, and gains this one; returns its title without attributes."""
+    title = strip_heading_attributes(heading)
+    while path and path[-1][0] >= level:
+        path.pop()
+    path.append((level, title))
+    return title
+
+
 def drop_include_directives(text: str) -> str:
     """The text without include-directive lines (a directive inside a sentence is left alone)."""
     if "{*" not in text and "{!" not in text:
