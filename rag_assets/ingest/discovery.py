@@ -7,9 +7,9 @@ document path: both are reported (never silently dropped) and not indexed; symli
 they resolve inside the docs folder (a link pointing outside is refused and reported, a link loop
 is visited once); files over the size limit are reported, not read; anything that is not a
 regular file (a FIFO, socket or device named .md) is reported and never opened for reading, since
-reading a FIFO blocks forever. The content hash is the sha-256 of the file's bytes (read in blocks; one
-file, at most RAG_MAX_FILE_BYTES, is held while its imports are looked for), combined with the hashes
-of the snippet files it imports (rag_assets.ingest.snippets).
+reading a FIFO blocks forever. The content hash is the sha-256 of the file's bytes (read in blocks, so a
+large file never sits in memory whole; its imports are looked for in its first MiB), combined with the
+hashes of the snippet files it imports (rag_assets.ingest.snippets).
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from rag_assets.ingest import snippets
 from rag_assets.models import Catalog, DiscoveryError, DocumentRef
 
 MARKDOWN_SUFFIXES = (".md", ".mdx")
+# A page's snippet imports are looked for in its first MiB (MDX puts its imports at the top); past that a
+# multi-megabyte file is hashed in blocks without being held whole.
+IMPORT_SCAN_BYTES = 1 << 20
 # Dagster refuses these inside partition keys ("..." is its range syntax); see partition_key_for.
 _INVALID_KEY_SUBSTRINGS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
 _INVALID_KEY_CHARS = ("|", ",", "[", "]")
@@ -177,7 +180,7 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
     check_regular_file(path.stat(), max_file_bytes)  # refuse before opening anything
     digest = hashlib.sha256()
     fh, stat = open_regular(path, max_file_bytes)
-    blocks: list[bytes] = []  # kept to look for imports (files are at most max_file_bytes)
+    head = bytearray()  # the file's start, where a page's imports are looked for (memory stays bounded)
     with fh:
         size = 0
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -187,11 +190,11 @@ def _fingerprint(path: Path, doc_path: str, max_file_bytes: int) -> DocumentRef:
                     f"file grew past the {max_file_bytes:,}-byte limit while being read (raise RAG_MAX_FILE_BYTES to index it)"
                 )
             digest.update(block)
-            blocks.append(block)
-    data = b"".join(blocks)
+            if len(head) < IMPORT_SCAN_BYTES:
+                head += block[: IMPORT_SCAN_BYTES - len(head)]
     imports = ""
-    if b"import" in data or b"<Snippet" in data:
-        imports = "\n".join(snippets.import_sources(data.decode("utf-8", errors="replace")))
+    if b"import" in head or b"<Snippet" in head:
+        imports = "\n".join(snippets.import_sources(head.decode("utf-8", errors="replace")))
     parts = PurePosixPath(doc_path).parts
     return DocumentRef(
         doc_path=doc_path,
