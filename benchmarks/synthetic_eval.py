@@ -15,7 +15,8 @@ labelled figures and by the synthetic ones, and compared by Kendall's tau-b:
 - chunk sizes: the variants in hybrid mode;
 - all: every mode x variant (9 configurations).
 
-Prints markdown tables (``--markdown FILE`` writes them too) and, with ``--json FILE``, every figure.
+Style ``llm`` asks the chat model configured in the environment (OPENAI_API_KEY, RAG_CHAT_MODEL or
+OPENAI_BASE_URL) for the questions. Prints markdown tables (``--markdown FILE`` writes them too) and, with ``--json FILE``, every figure.
 """
 
 from __future__ import annotations
@@ -83,7 +84,13 @@ def synthetic_questions(name: str, workdir: Path, style: str, size: int = 100, s
     corpus = DEV_CORPORA[name]
     settings = Settings.from_env({}, docs_dir=corpus.docs, cache_dir=workdir / "cache")
     sources, _ = folder_documents(settings)
-    built = build_synthetic_set(sources, workdir / "sets" / name / f"{style}-{size}", size=size, seed=seed, style=style)
+    llm = None
+    if style == "llm":  # LLM-written questions: the chat model of the environment (OPENAI_API_KEY, RAG_CHAT_MODEL...)
+        from rag_assets.answer.generation import ChatLLM
+
+        llm = ChatLLM.from_settings(Settings.from_env(), temperature=0.0, max_tokens=300)
+    built = build_synthetic_set(sources, workdir / "sets" / name / f"{style}-{size}", size=size, seed=seed,
+                                style="heading" if llm else style, llm=llm)
     return built
 
 
@@ -143,14 +150,15 @@ def agreement(results: dict, styles: list[str], variants: list[str]) -> dict:
                     synthetic = {k: pairs[k][1] for k in keys}
                     tau = kendall_tau_b([real[k] for k in keys], [synthetic[k] for k in keys])
                     out.setdefault(name, {}).setdefault(style, {}).setdefault(what, {})[metric] = {
-                        "tau": tau, "same_order": order(real) == order(synthetic),
+                        # the same strict order: ties on either side are not an agreement
+                        "tau": tau, "same_order": tau == 1.0,
                         "labelled": order(real), "synthetic": order(synthetic)}
     return out
 
 
 def markdown(results: dict, styles: list[str], variants: list[str]) -> str:
     agree = agreement(results, styles, variants)
-    lines = ["## Rank agreement with the labelled sets (Kendall tau-b; ✓ = the same order)", ""]
+    lines = ["## Rank agreement with the labelled sets (Kendall tau-b; ✓ = the same strict order; nan = one side ties all)", ""]
     for what in ("modes", "chunk sizes (hybrid)", "all 9"):
         lines += [f"### {what}", "", "| corpus | style | " + " | ".join(METRICS) + " |",
                   "|---|---|" + "---|" * len(METRICS)]
