@@ -91,6 +91,7 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out["metrics"]) == {"vector", "keyword", "hybrid"}
+    assert out["eval_set"] == {"kind": "labelled", "paths": [str(eval_file)]}
     assert out["top_k"] == 5 and len(out["rows"]) == 9
     assert out["checks"]["retrieval_quality"]["passed"] is True
 
@@ -178,6 +179,30 @@ def test_no_eval_set_scores_a_synthetic_set_labelled_synthetic(indexed, rag_env)
     doc.write_text(doc.read_text().replace("at most 50 requests", "at most 60 requests"))
     again = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES), "synthetic_eval_set")
     assert again["documents_regenerated"] == 1 and again["documents_reused"] == 2
+
+
+def test_with_a_chat_model_configured_the_questions_are_llm_written(indexed, rag_env, monkeypatch):
+    from rag_assets_tests.support.openai_server import OpenAIStubServer
+
+    reply = json.dumps({"question": "Which limit applies to my organisation on the free plan?", "answer": "50"})
+    with OpenAIStubServer(api_key="sk-gen", default_chat_reply=reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-gen")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("RAG_CHAT_MODEL", "question-writer")
+        result = dg.materialize([synthetic_eval_set, retrieval_evaluation], instance=indexed, resources=RESOURCES)
+        made, meta = _materialized(result, "synthetic_eval_set"), _materialized(result, "retrieval_evaluation")
+        assert made["generator"] == "llm-v1:question-writer" and made["llm_calls"] == 3
+        def question_requests():  # (the evaluation's ragas LLM metrics use the same endpoint)
+            return [r for r in server.chat_requests if "You write test questions" in r.json["messages"][0]["content"]]
+        assert len(question_requests()) == 3 and {r.json["model"] for r in question_requests()} == {"question-writer"}
+        assert meta["synthetic/eval_set"]["generator"] == "llm-v1:question-writer"
+        again = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES),
+                              "synthetic_eval_set")
+        assert again["llm_calls"] == 0 and len(question_requests()) == 3  # unchanged documents: not asked again
+    monkeypatch.setenv("RAG_EVAL_SYNTHETIC_GENERATOR", "offline")  # the choice can be forced
+    offline = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES),
+                            "synthetic_eval_set")
+    assert offline["generator"] == "offline-v2"
 
 
 def test_retrieval_evaluation_alone_brings_the_synthetic_set_up_to_date(indexed, rag_env):
