@@ -140,18 +140,19 @@ def _through_pages(changes: Changes, root: Path, files: dict[str, list], max_fil
         return
     hash_of = {p: entry[2] for p, entry in files.items()}
     moved = {r.doc_path for r in changes.to_process} | set(changes.deleted)
-    not_pages = set() if index_snippets else snippets.snippet_paths(imports_of)
+    closures = snippets.all_closures(imports_of)
+    not_pages = set() if index_snippets else snippets.snippet_paths(closures)
     taken = {r.doc_path for r in changes.to_process}
     shown_changed: list[DocumentRef] = []
     for page in sorted(set(files) - not_pages - taken):
-        if snippets.closure(page, imports_of) & moved:
+        if closures[page] & moved:
             try:
                 shown_changed.append(_fingerprint(root / page, page, max_file_bytes))
             except (OSError, DocumentTooLarge) as exc:
                 changes.errors.append(DiscoveryError(page, str(exc)))
 
     def pages(refs: list[DocumentRef]) -> list[DocumentRef]:
-        return [snippets.with_dependencies(r, snippets.closure(r.doc_path, imports_of), hash_of)
+        return [snippets.with_dependencies(r, closures[r.doc_path], hash_of)
                 for r in refs if r.doc_path not in not_pages]
 
     changes.added = pages(changes.added)

@@ -100,15 +100,21 @@ def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool) -> tuple[lis
     if not any(imports_of.values()) and not any(is_snippet_folder_path(p) for p in imports_of):
         return refs, []
     hash_of = {r.doc_path: _own_hash(r) for r in refs}
-    out = [with_dependencies(r, closure(r.doc_path, imports_of), hash_of) for r in refs]
-    snippet = set() if index_snippets else snippet_paths(imports_of)
+    closures = all_closures(imports_of)
+    out = [with_dependencies(r, closures[r.doc_path], hash_of) for r in refs]
+    snippet = set() if index_snippets else snippet_paths(closures)
     return [r for r in out if r.doc_path not in snippet], sorted(snippet)
 
 
-def snippet_paths(imports_of: Mapping[str, str]) -> set[str]:
+def all_closures(imports_of: Mapping[str, str]) -> dict[str, set[str]]:
+    """doc_path -> every file it imports, transitively (`closure` of each file, computed once)."""
+    return {path: closure(path, imports_of) for path in imports_of}
+
+
+def snippet_paths(closures: Mapping[str, set[str]]) -> set[str]:
     """Files that are snippets, not pages: imported by another file, or under snippets/."""
-    imported = {p for path in imports_of for p in closure(path, imports_of)}
-    return imported | {p for p in imports_of if is_snippet_folder_path(p)}
+    imported = set().union(*closures.values())
+    return imported | {p for p in closures if is_snippet_folder_path(p)}
 
 
 def with_dependencies(ref: DocumentRef, dependencies: set[str], hash_of: Mapping[str, str]) -> DocumentRef:
