@@ -54,6 +54,7 @@ def launch_document_runs(
     run_config: dict | None = None,
     on_done: Callable[[LaunchedRun], None] = lambda _run: None,
     poll_seconds: float = 0.5,
+    job_name: str = JOB_NAME,
 ) -> list[LaunchedRun]:
     """Run every plan as an `ingest_documents` run, at most `workers` at a time; returns them all
     once each has ended (success, failure, or a dead worker marked failed)."""
@@ -67,7 +68,7 @@ def launch_document_runs(
         workspace = process_context.create_request_context()
         location = workspace.get_code_location(LOCATION)
         (repository,) = location.get_repositories().values()
-        remote_job = repository.get_full_job(JOB_NAME)
+        remote_job = repository.get_full_job(job_name)
         # one execution plan serves every run: same job, same config; only the partition range differs
         snapshot = location.get_execution_plan(
             remote_job, run_config or {}, step_keys_to_execute=None, known_state=None, instance=instance
@@ -90,8 +91,13 @@ def launch_document_runs(
             for launched in list(running):
                 run = instance.get_run_by_id(launched.run_id)
                 if run.status not in _TERMINAL and _worker_died(instance, run):
-                    instance.report_run_failed(run, "its worker process died (killed?); its documents are redone by the next ingest")
+                    # read again: a worker that ended normally after the first read has written its
+                    # final status by now, and must not be reported failed
                     run = instance.get_run_by_id(launched.run_id)
+                    if run.status not in _TERMINAL:
+                        instance.report_run_failed(
+                            run, "its worker process died (killed?); its documents are redone by the next ingest")
+                        run = instance.get_run_by_id(launched.run_id)
                 if run.status in _TERMINAL:
                     launched.status = run.status
                     running.remove(launched)

@@ -37,8 +37,9 @@ def services(tmp_path, monkeypatch):
             f"## Usage {i}\n\nRun the tool with option {i} to index folder number {i}.\n")
     port = free_port()
     chroma = ChromaServer(tmp_path / "chroma-server", port, tmp_path / "chroma.log").start()
-    # 0.2 s a request, one text a request, one request at a time per worker: the latency dominates
-    with postgres_server(databases=()) as pg, OpenAIStubServer(api_key=KEY, latency=0.2) as openai:
+    # 0.4 s a request, one text a request, one request at a time per worker: the latency dominates,
+    # so runs overlap even on a loaded machine
+    with postgres_server(databases=()) as pg, OpenAIStubServer(api_key=KEY, latency=0.4) as openai:
         yield tmp_path, pg, port, openai
     chroma.stop()
 
@@ -102,7 +103,10 @@ def _kill_one_worker(dagster_home: str, coordinator: subprocess.Popen) -> str:
     deadline = time.monotonic() + 300
     with dg.DagsterInstance.from_config(dagster_home) as instance:
         while time.monotonic() < deadline:
-            assert coordinator.poll() is None, "the ingest finished before a worker could be killed"
+            if coordinator.poll() is not None:
+                out, err = coordinator.communicate()
+                raise AssertionError(f"the ingest finished (exit {coordinator.returncode}) before a worker could be "
+                                     f"killed\n{out[-3000:]}\n{err[-3000:]}")
             started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
             pids = [(run.run_id, _worker_pid(instance, run.run_id)) for run in started]
             pids = [(run_id, pid) for run_id, pid in pids if pid]
