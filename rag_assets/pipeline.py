@@ -77,7 +77,13 @@ class RAGPipeline:
         self._cache = GenerationCache(self.settings.query_cache_size, self.settings.query_cache_ttl_seconds)
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> "RAGPipeline":
+    def from_settings(cls, settings: Settings | None = None, corpus: str | None = None) -> "RAGPipeline":
+        """The pipeline over the default corpus's index (Settings.from_env), or over the named corpus's
+        (rag_assets.corpus; its own collection and state) when `corpus` is given."""
+        if corpus is not None:
+            from rag_assets.corpus import find_corpus
+
+            settings = find_corpus(corpus, settings).settings()
         settings = settings or Settings.from_env()
         try:
             retriever = Retriever.from_settings(settings)

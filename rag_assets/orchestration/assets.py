@@ -10,11 +10,16 @@ range of documents (each asset loops over `context.partition_keys`), at most
 RAG_DOCUMENTS_PER_RUN of them (UI backfills fan out into runs of that size). Their checks verify
 the documents of the run; `index_audit` verifies the whole index on demand and every night.
 The work itself lives in the plain modules (rag_assets.ingest.stages, catalog, invariants).
+
+Every corpus (rag_assets.corpus) gets its own set, built by `build_ingestion_assets`: the default
+corpus's keys are plain (`document_chunks`), another's carry its name (`my_docs/document_chunks`),
+with partitions, group and settings of its own. The assets read their settings from their corpus.
 """
 
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import dagster as dg
 
@@ -39,118 +44,29 @@ from rag_assets.ingest.stages import (
     run_split,
     stale_documents,
 )
+from rag_assets.corpus import Corpus
 from rag_assets.index.locks import DocumentLocks
 from rag_assets.models import DocumentRef
 from rag_assets.progress import ProgressEvent, Reporter, Throttle, describe, publish
 from rag_assets.index.stage_store import StageStore
 from rag_assets.ingest.tokens import TokenCounter
 
-from .resources import EmbedderResource, VectorStoreResource, current_settings
+from .naming import CorpusNames
+from .resources import EmbedderResource, VectorStoreResource
 
 # multi-run backfills are what bound a UI backfill's runs; Dagster still labels the policy beta
 warnings.filterwarnings("ignore", message=".*backfill_policy.*", category=dg.BetaWarning)
 
-documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
-
-INGESTION = "ingestion"
-_PER_DOC = dict(
-    partitions_def=documents_partitions,
-    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=Settings.from_env().documents_per_run),
-    group_name=INGESTION,
-)
 # Up to this many documents a run gives each partition its own metadata. Dagster's
 # add_asset_metadata(partition_key=...) re-reads the run's partition range on every call
 # (quadratic in the run's size: +11 ms a document at 1,000, benchmarks/ingest_overhead.md).
+INGESTION = "ingestion"
 _PER_PARTITION_METADATA_MAX = 25
 _PROGRESS_LOG_SECONDS = 5.0
 
 
 class CatalogConfig(dg.Config):
     allow_mass_delete: bool = False  # remove documents even when most (or all) of the index would go
-
-
-@dg.asset(
-    group_name=INGESTION,
-    check_specs=[dg.AssetCheckSpec(
-        "no_removal_refused", asset="document_catalog",
-        description="the deletion guard did not have to keep vanished documents (see removal_refused)")],
-)
-def document_catalog(
-    context: dg.AssetExecutionContext,
-    config: CatalogConfig,
-    embedder: EmbedderResource,
-    vector_store: VectorStoreResource,
-) -> dg.MaterializeResult:
-    """Every markdown file under the docs folder, fingerprinted; keeps the `documents` partitions,
-    the stage records and the vector store in step with the folder."""
-    settings = current_settings()
-    started = time.perf_counter()
-    try:
-        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets)
-    except FileNotFoundError as exc:
-        raise dg.Failure(description=f"{exc}; nothing was removed from the index") from None
-    stages = StageStore.for_settings(settings)
-    current_keys = [d.partition_key for d in catalog.documents]
-    existing_keys = set(context.instance.get_dynamic_partitions(documents_partitions.name))
-    # a file that exists but failed discovery keeps its partition (and what is indexed of it)
-    failed_keys = {partition_key_for(e.path) for e in catalog.errors}
-    stale_keys = sorted(existing_keys - set(current_keys) - failed_keys)
-    with vector_store.writer(embedder.get()) as store:
-        # vanished = known to the state and gone; orphans = only the store still has them
-        orphans = find_orphans(store, [d.doc_path for d in catalog.documents] + [e.path for e in catalog.errors])
-        vanished = vanished_documents(catalog, stages)
-        orphans = orphans.without(vanished.doc_paths)
-        refusal = deletion_refusal(
-            catalog, vanished.with_orphans(list(orphans.ids_by_document), orphans.documents_in_store),
-            settings.max_delete_share, settings.mass_delete_min_documents,
-            config.allow_mass_delete or settings.allow_mass_delete,
-        )
-        added = [k for k in current_keys if k not in existing_keys]
-        if added:  # new documents are registered (and then indexed) whatever the guard says
-            context.instance.add_dynamic_partitions(documents_partitions.name, added)
-        deleted: dict[str, int] = {}
-        orphan_vectors = 0
-        if refusal:
-            # nothing removed, the stored catalog kept: the vanished documents stay known (and guarded)
-            context.log.warning(refusal)
-            orphans = orphans.without(list(orphans.ids_by_document))
-        else:
-            locks = DocumentLocks(stages.db, settings.state_dir)
-            deleted = remove_documents(vanished.doc_paths, stages, store, locks)
-            orphan_vectors = delete_orphans(store, orphans, stages, locks)
-    if not refusal:
-        for key in stale_keys:
-            context.instance.delete_dynamic_partition(documents_partitions.name, key)
-        # written last: if this run dies above, the next one still knows the vanished documents' paths
-        stages.write_catalog(catalog)
-
-    metadata = {
-        "docs_dir": str(catalog.docs_dir),
-        "documents": len(catalog.documents),
-        "partitions_added": len(added),
-        "partitions_removed": 0 if refusal else len(stale_keys),
-        "documents_removed": len(deleted) + len(orphans.ids_by_document),
-        "vectors_deleted": sum(deleted.values()) + orphan_vectors,
-        "orphan_vectors_removed": orphan_vectors,
-        "total_bytes": sum(d.size_bytes for d in catalog.documents),
-        "discovery_errors": len(catalog.errors),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    if catalog.errors:
-        metadata["errors"] = dg.MetadataValue.md(
-            "| file | problem |\n|---|---|\n" + "\n".join(f"| `{e.path}` | {e.reason} |" for e in catalog.errors[:200])
-        )
-    if deleted or orphans.ids_by_document:
-        metadata["deleted_documents"] = dg.MetadataValue.json(
-            {**deleted, **{f"{d} (orphaned vectors)": len(v) for d, v in orphans.ids_by_document.items()}}
-        )
-    if refusal:
-        metadata["removal_refused"] = refusal
-        metadata["documents_to_remove"] = len(vanished.doc_paths)
-    guard = dg.AssetCheckResult(
-        check_name="no_removal_refused", passed=not refusal, severity=dg.AssetCheckSeverity.WARN,
-        metadata={"refusal": refusal or "", "documents_to_remove": len(vanished.doc_paths) if refusal else 0})
-    return dg.MaterializeResult(metadata=metadata, check_results=[guard])
 
 
 # -- the per-document assets ----------------------------------------------------------------------
@@ -234,29 +150,10 @@ def _check(name: str, finding: invariants.Finding) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(check_name=name, passed=finding.passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata)
 
 
-@dg.asset(deps=[document_catalog], **_PER_DOC)
-def parsed_documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    """YAML frontmatter (safe-loaded) -> title, description, tags, metadata; the markdown body."""
-    settings = current_settings()
-    stages = StageStore.for_settings(settings)
-    refs = _refs(context, settings, stages)
-    report = run_parse(refs, stages, _reporter(context), MetadataPolicy.from_settings(settings), settings.max_file_bytes)
-    stages.refresh_catalog(refs)  # a file edited since the catalog run is known as it is now
-    return _result(context, report)
-
-
-@dg.asset(deps=[parsed_documents], **_PER_DOC)
-def markdown_blocks(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    """Structural blocks: headings, prose, atomic code fences, pipe tables and ::: admonitions."""
-    settings = current_settings()
-    stages = StageStore.for_settings(settings)
-    return _result(context, run_split(_refs(context, settings, stages), stages, _reporter(context)))
-
-
-def chunking_setup(embedder_resource: EmbedderResource):
+def chunking_setup(embedder_resource: EmbedderResource, settings: Settings):
     """(embedder, chunking config, token counter, chunk fingerprint): what document_chunks chunks with."""
-    settings = embedder_resource.settings()
-    embedder = embedder_resource.get()
+    settings = embedder_resource.settings(settings)
+    embedder = embedder_resource.get(settings)
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
     return embedder, ChunkingConfig.from_settings(settings), counter, chunking_fingerprint_for(settings, embedder)
 
@@ -268,25 +165,26 @@ def chunking_fingerprint_for(settings: Settings, embedder) -> str:
                                 MetadataPolicy.from_settings(settings).fingerprint)
 
 
-def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreResource) -> Fingerprints:
+def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreResource, settings: Settings) -> Fingerprints:
     """What every stage record must carry right now to count as current (stale_documents' input)."""
-    settings = embedder.settings()
-    model = embedder.get()
+    settings = embedder.settings(settings)
+    model = embedder.get(settings)
     return Fingerprints(
         parsed=MetadataPolicy.from_settings(settings).fingerprint,
         chunks=chunking_fingerprint_for(settings, model),
         embedded=model.model_name,
-        indexed=index_fingerprint(vector_store.settings().collection, vector_store.collection_id(model), model.model_name),
+        indexed=index_fingerprint(vector_store.settings(settings).collection, vector_store.collection_id(model, settings),
+                                   model.model_name),
     )
 
 
-def stale_now(refs: Sequence[DocumentRef], stages: StageStore) -> dict[str, str]:
-    """ingestion.stale_documents against the configured embedder and store: the one staleness rule
+def stale_now(refs: Sequence[DocumentRef], stages: StageStore, settings: Settings) -> dict[str, str]:
+    """ingestion.stale_documents against the corpus's embedder and store: the one staleness rule
     that `rag ingest`, the sensor and the schedule ask (doc_path -> why)."""
-    return stale_documents(refs, stages, current_fingerprints(EmbedderResource(), VectorStoreResource()))
+    return stale_documents(refs, stages, current_fingerprints(EmbedderResource(), VectorStoreResource(), settings))
 
 
-def _check_specs(asset: str, described: dict[str, str]) -> list[dg.AssetCheckSpec]:
+def _check_specs(asset: dg.AssetKey, described: dict[str, str]) -> list[dg.AssetCheckSpec]:
     return [dg.AssetCheckSpec(name, asset=asset, description=text) for name, text in described.items()]
 
 
@@ -294,112 +192,253 @@ CHUNK_CHECKS = ("chunks_within_embedder_limit", "chunk_metadata_present")
 INDEX_CHECKS = ("all_documents_indexed", "index_matches_records")
 
 
-@dg.asset(
-    deps=[markdown_blocks],
-    check_specs=_check_specs("document_chunks", {
-        CHUNK_CHECKS[0]: "No chunk of the run's documents is silently truncated by the embedder",
-        CHUNK_CHECKS[1]: "Every chunk of the run's documents carries its id, hash, text and metadata",
-    }),
-    **_PER_DOC,
-)
-def document_chunks(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
-    """Heading-aware chunks sized in tiktoken tokens to fit the embedder; deterministic ids and hashes."""
-    settings = embedder.settings()
-    model, config, counter, fingerprint = chunking_setup(embedder)
-    stages = StageStore.for_settings(settings)
-    refs = _refs(context, settings, stages)
-    report = run_chunk(refs, stages, counter, config, model.fits, fingerprint, _reporter(context))
-    checks = [
-        _check(CHUNK_CHECKS[0], invariants.chunks_within_limit(stages, refs, model.fits)),
-        _check(CHUNK_CHECKS[1], invariants.chunk_metadata_complete(stages, refs)),
-    ]
-    return _result(context, report, checks, max_tokens=config.max_tokens, embedder_input_limit=model.max_input_tokens)
-
-
-@dg.asset(deps=[document_chunks], **_PER_DOC)
-def chunk_embeddings(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
-    """One vector per distinct chunk text, cached by (model, content hash): nothing is embedded twice."""
-    settings = embedder.settings()
-    model = embedder.get()
-    stages = StageStore.for_settings(settings)
-    report = run_embed(
-        _refs(context, settings, stages), stages, model, embedder.cache(), chunking_fingerprint_for(settings, model),
-        _reporter(context),
-    )
-    return _result(context, report, dimension=model.dimension)
-
-
-@dg.asset(
-    deps=[chunk_embeddings],
-    check_specs=_check_specs("vector_index", {
-        INDEX_CHECKS[0]: "Every document of the run is indexed at its current version",
-        INDEX_CHECKS[1]: "The store holds exactly the recorded chunks of the run's documents",
-    }),
-    **_PER_DOC,
-)
-def vector_index(
-    context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
-) -> dg.MaterializeResult:
-    """The vector store: per-document replace (new chunks written first, stale ones deleted after),
-    several documents per store call."""
-    settings = embedder.settings()
-    model = embedder.get()
-    stages = StageStore.for_settings(settings)
-    refs = _refs(context, settings, stages)
-    with vector_store.writer(model) as store:
-        report = run_index(refs, stages, store, embedder.cache(), chunking_fingerprint_for(settings, model),
-                           _reporter(context), DocumentLocks(stages.db, settings.state_dir))
-        checks = [
-            _check(INDEX_CHECKS[0], invariants.documents_indexed(stages, refs)),
-            _check(INDEX_CHECKS[1], invariants.index_matches_records(stages, refs, store)),
-        ]
-    return _result(context, report, checks, collection=store.collection_name)
-
-
-# -- the whole index, verified ---------------------------------------------------------------------
 AUDIT_CHECKS = ("audit_all_documents_indexed", "audit_no_orphan_vectors", "audit_chunks_within_embedder_limit",
                 "audit_chunk_metadata_present")
 
 
-@dg.asset(
-    deps=[vector_index],
-    group_name=INGESTION,
-    check_specs=_check_specs("index_audit", {
-        AUDIT_CHECKS[0]: "Every discovered document is indexed at its current version",
-        AUDIT_CHECKS[1]: "The store holds exactly the recorded chunks: no orphans, no gaps",
-        AUDIT_CHECKS[2]: "No chunk is silently truncated by the embedder",
-        AUDIT_CHECKS[3]: "Every chunk carries its id, hash, text and metadata",
-    }),
-)
-def index_audit(
-    context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
-) -> dg.MaterializeResult:
-    """The whole index checked against the catalog and the records (run by nightly_reconcile, or
-    on demand): what the per-run checks verify for their documents, for every document."""
-    settings = embedder.settings()
-    model = embedder.get()
-    stages = StageStore.for_settings(settings)
-    catalog = stages.read_catalog()
-    if catalog is None:
-        raise dg.Failure(description="no catalog yet: materialize document_catalog (or run `rag ingest`) first")
-    started = time.perf_counter()
-    store = vector_store.open(model)
-    refs = catalog.documents
-    findings = {
-        AUDIT_CHECKS[0]: invariants.documents_indexed(stages, refs, catalog.errors),
-        AUDIT_CHECKS[1]: invariants.index_matches_records(stages, refs, store, whole_store=True),
-        AUDIT_CHECKS[2]: invariants.chunks_within_limit(stages, refs, model.fits),
-        AUDIT_CHECKS[3]: invariants.chunk_metadata_complete(stages, refs),
-    }
-    metadata = {
-        "documents": len(refs),
-        "vectors": findings[AUDIT_CHECKS[1]].counts["vectors"],
-        "problems": sum(len(f.problems) for f in findings.values()),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    return dg.MaterializeResult(metadata=metadata, check_results=[_check(n, f) for n, f in findings.items()])
+@dataclass(frozen=True)
+class IngestionAssets:
+    """One corpus's ingestion assets, in lineage order."""
+
+    names: CorpusNames
+    partitions: dg.DynamicPartitionsDefinition
+    document_catalog: dg.AssetsDefinition
+    per_document: tuple[dg.AssetsDefinition, ...]  # parsed_documents ... vector_index
+    index_audit: dg.AssetsDefinition
+
+    @property
+    def vector_index(self) -> dg.AssetsDefinition:
+        return self.per_document[-1]
+
+    @property
+    def ingestion(self) -> list[dg.AssetsDefinition]:
+        return [self.document_catalog, *self.per_document]
 
 
-INGESTION_ASSETS = [document_catalog, parsed_documents, markdown_blocks, document_chunks, chunk_embeddings, vector_index]
-PER_DOCUMENT_ASSETS = INGESTION_ASSETS[1:]
-MAINTENANCE_ASSETS = [index_audit]
+def build_ingestion_assets(corpus: Corpus) -> IngestionAssets:
+    """The catalog, the five per-document assets and the audit of one corpus."""
+    names = CorpusNames(corpus)
+    key, group = names.key, names.group(INGESTION)
+    partitions = dg.DynamicPartitionsDefinition(name=names.scoped("documents"))
+    per_doc = dict(
+        partitions_def=partitions,
+        backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=corpus.settings().documents_per_run),
+        group_name=group,
+        key_prefix=names.prefix,
+    )
+
+    @dg.asset(
+        key_prefix=names.prefix,
+        group_name=group,
+        check_specs=[dg.AssetCheckSpec(
+            "no_removal_refused", asset=key("document_catalog"),
+            description="the deletion guard did not have to keep vanished documents (see removal_refused)")],
+    )
+    def document_catalog(
+        context: dg.AssetExecutionContext,
+        config: CatalogConfig,
+        embedder: EmbedderResource,
+        vector_store: VectorStoreResource,
+    ) -> dg.MaterializeResult:
+        """Every markdown file under the docs folder, fingerprinted; keeps the `documents` partitions,
+        the stage records and the vector store in step with the folder."""
+        settings = embedder.settings(corpus.settings())
+        started = time.perf_counter()
+        try:
+            catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets)
+        except FileNotFoundError as exc:
+            raise dg.Failure(description=f"{exc}; nothing was removed from the index") from None
+        stages = StageStore.for_settings(settings)
+        current_keys = [d.partition_key for d in catalog.documents]
+        existing_keys = set(context.instance.get_dynamic_partitions(partitions.name))
+        # a file that exists but failed discovery keeps its partition (and what is indexed of it)
+        failed_keys = {partition_key_for(e.path) for e in catalog.errors}
+        stale_keys = sorted(existing_keys - set(current_keys) - failed_keys)
+        with vector_store.writer(embedder.get(settings), settings) as store:
+            # vanished = known to the state and gone; orphans = only the store still has them
+            orphans = find_orphans(store, [d.doc_path for d in catalog.documents] + [e.path for e in catalog.errors])
+            vanished = vanished_documents(catalog, stages)
+            orphans = orphans.without(vanished.doc_paths)
+            refusal = deletion_refusal(
+                catalog, vanished.with_orphans(list(orphans.ids_by_document), orphans.documents_in_store),
+                settings.max_delete_share, settings.mass_delete_min_documents,
+                config.allow_mass_delete or settings.allow_mass_delete,
+            )
+            added = [k for k in current_keys if k not in existing_keys]
+            if added:  # new documents are registered (and then indexed) whatever the guard says
+                context.instance.add_dynamic_partitions(partitions.name, added)
+            deleted: dict[str, int] = {}
+            orphan_vectors = 0
+            if refusal:
+                # nothing removed, the stored catalog kept: the vanished documents stay known (and guarded)
+                context.log.warning(refusal)
+                orphans = orphans.without(list(orphans.ids_by_document))
+            else:
+                locks = DocumentLocks(stages.db, settings.state_dir)
+                deleted = remove_documents(vanished.doc_paths, stages, store, locks)
+                orphan_vectors = delete_orphans(store, orphans, stages, locks)
+        if not refusal:
+            for key in stale_keys:
+                context.instance.delete_dynamic_partition(partitions.name, key)
+            # written last: if this run dies above, the next one still knows the vanished documents' paths
+            stages.write_catalog(catalog)
+
+        metadata = {
+            "docs_dir": str(catalog.docs_dir),
+            "documents": len(catalog.documents),
+            "partitions_added": len(added),
+            "partitions_removed": 0 if refusal else len(stale_keys),
+            "documents_removed": len(deleted) + len(orphans.ids_by_document),
+            "vectors_deleted": sum(deleted.values()) + orphan_vectors,
+            "orphan_vectors_removed": orphan_vectors,
+            "total_bytes": sum(d.size_bytes for d in catalog.documents),
+            "discovery_errors": len(catalog.errors),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        if catalog.errors:
+            metadata["errors"] = dg.MetadataValue.md(
+                "| file | problem |\n|---|---|\n" + "\n".join(f"| `{e.path}` | {e.reason} |" for e in catalog.errors[:200])
+            )
+        if deleted or orphans.ids_by_document:
+            metadata["deleted_documents"] = dg.MetadataValue.json(
+                {**deleted, **{f"{d} (orphaned vectors)": len(v) for d, v in orphans.ids_by_document.items()}}
+            )
+        if refusal:
+            metadata["removal_refused"] = refusal
+            metadata["documents_to_remove"] = len(vanished.doc_paths)
+        guard = dg.AssetCheckResult(
+            check_name="no_removal_refused", passed=not refusal, severity=dg.AssetCheckSeverity.WARN,
+            metadata={"refusal": refusal or "", "documents_to_remove": len(vanished.doc_paths) if refusal else 0})
+        return dg.MaterializeResult(metadata=metadata, check_results=[guard])
+
+
+
+    @dg.asset(deps=[document_catalog], **per_doc)
+    def parsed_documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        """YAML frontmatter (safe-loaded) -> title, description, tags, metadata; the markdown body."""
+        settings = corpus.settings()
+        stages = StageStore.for_settings(settings)
+        refs = _refs(context, settings, stages)
+        report = run_parse(refs, stages, _reporter(context), MetadataPolicy.from_settings(settings), settings.max_file_bytes)
+        stages.refresh_catalog(refs)  # a file edited since the catalog run is known as it is now
+        return _result(context, report)
+
+
+
+    @dg.asset(deps=[parsed_documents], **per_doc)
+    def markdown_blocks(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        """Structural blocks: headings, prose, atomic code fences, pipe tables and ::: admonitions."""
+        settings = corpus.settings()
+        stages = StageStore.for_settings(settings)
+        return _result(context, run_split(_refs(context, settings, stages), stages, _reporter(context)))
+
+
+
+    @dg.asset(
+        deps=[markdown_blocks],
+        check_specs=_check_specs(key("document_chunks"), {
+            CHUNK_CHECKS[0]: "No chunk of the run's documents is silently truncated by the embedder",
+            CHUNK_CHECKS[1]: "Every chunk of the run's documents carries its id, hash, text and metadata",
+        }),
+        **per_doc,
+    )
+    def document_chunks(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
+        """Heading-aware chunks sized in tiktoken tokens to fit the embedder; deterministic ids and hashes."""
+        settings = embedder.settings(corpus.settings())
+        model, config, counter, fingerprint = chunking_setup(embedder, settings)
+        stages = StageStore.for_settings(settings)
+        refs = _refs(context, settings, stages)
+        report = run_chunk(refs, stages, counter, config, model.fits, fingerprint, _reporter(context))
+        checks = [
+            _check(CHUNK_CHECKS[0], invariants.chunks_within_limit(stages, refs, model.fits)),
+            _check(CHUNK_CHECKS[1], invariants.chunk_metadata_complete(stages, refs)),
+        ]
+        return _result(context, report, checks, max_tokens=config.max_tokens, embedder_input_limit=model.max_input_tokens)
+
+
+
+    @dg.asset(deps=[document_chunks], **per_doc)
+    def chunk_embeddings(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
+        """One vector per distinct chunk text, cached by (model, content hash): nothing is embedded twice."""
+        settings = embedder.settings(corpus.settings())
+        model = embedder.get(settings)
+        stages = StageStore.for_settings(settings)
+        report = run_embed(
+            _refs(context, settings, stages), stages, model, embedder.cache(settings), chunking_fingerprint_for(settings, model),
+            _reporter(context),
+        )
+        return _result(context, report, dimension=model.dimension)
+
+
+
+    @dg.asset(
+        deps=[chunk_embeddings],
+        check_specs=_check_specs(key("vector_index"), {
+            INDEX_CHECKS[0]: "Every document of the run is indexed at its current version",
+            INDEX_CHECKS[1]: "The store holds exactly the recorded chunks of the run's documents",
+        }),
+        **per_doc,
+    )
+    def vector_index(
+        context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
+    ) -> dg.MaterializeResult:
+        """The vector store: per-document replace (new chunks written first, stale ones deleted after),
+        several documents per store call."""
+        settings = embedder.settings(corpus.settings())
+        model = embedder.get(settings)
+        stages = StageStore.for_settings(settings)
+        refs = _refs(context, settings, stages)
+        with vector_store.writer(model, settings) as store:
+            report = run_index(refs, stages, store, embedder.cache(settings), chunking_fingerprint_for(settings, model),
+                               _reporter(context), DocumentLocks(stages.db, settings.state_dir))
+            checks = [
+                _check(INDEX_CHECKS[0], invariants.documents_indexed(stages, refs)),
+                _check(INDEX_CHECKS[1], invariants.index_matches_records(stages, refs, store)),
+            ]
+        return _result(context, report, checks, collection=store.collection_name)
+
+
+
+    @dg.asset(
+        deps=[vector_index],
+        key_prefix=names.prefix,
+        group_name=group,
+        check_specs=_check_specs(key("index_audit"), {
+            AUDIT_CHECKS[0]: "Every discovered document is indexed at its current version",
+            AUDIT_CHECKS[1]: "The store holds exactly the recorded chunks: no orphans, no gaps",
+            AUDIT_CHECKS[2]: "No chunk is silently truncated by the embedder",
+            AUDIT_CHECKS[3]: "Every chunk carries its id, hash, text and metadata",
+        }),
+    )
+    def index_audit(
+        context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
+    ) -> dg.MaterializeResult:
+        """The whole index checked against the catalog and the records (run by nightly_reconcile, or
+        on demand): what the per-run checks verify for their documents, for every document."""
+        settings = embedder.settings(corpus.settings())
+        model = embedder.get(settings)
+        stages = StageStore.for_settings(settings)
+        catalog = stages.read_catalog()
+        if catalog is None:
+            raise dg.Failure(description="no catalog yet: materialize document_catalog (or run `rag ingest`) first")
+        started = time.perf_counter()
+        store = vector_store.open(model, settings)
+        refs = catalog.documents
+        findings = {
+            AUDIT_CHECKS[0]: invariants.documents_indexed(stages, refs, catalog.errors),
+            AUDIT_CHECKS[1]: invariants.index_matches_records(stages, refs, store, whole_store=True),
+            AUDIT_CHECKS[2]: invariants.chunks_within_limit(stages, refs, model.fits),
+            AUDIT_CHECKS[3]: invariants.chunk_metadata_complete(stages, refs),
+        }
+        metadata = {
+            "documents": len(refs),
+            "vectors": findings[AUDIT_CHECKS[1]].counts["vectors"],
+            "problems": sum(len(f.problems) for f in findings.values()),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        return dg.MaterializeResult(metadata=metadata, check_results=[_check(n, f) for n, f in findings.items()])
+
+
+
+    return IngestionAssets(names, partitions, document_catalog,
+                           (parsed_documents, markdown_blocks, document_chunks, chunk_embeddings, vector_index), index_audit)

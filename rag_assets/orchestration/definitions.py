@@ -1,39 +1,105 @@
-"""The Dagster code location: assets in lineage order (their checks ride on them), the sensors and
-schedule that keep the index current, and the resources they share."""
+"""The Dagster code location: every corpus's assets in lineage order (their checks ride on them),
+the sensors and schedule that keep each index current, and the resources they share.
+
+The default corpus (RAG_DOCS_DIR) keeps the plain names; each corpus registered with `rag ingest
+--docs-dir` (rag_assets.corpus) or declared as a `rag_assets.MarkdownCorpus` component gets a set of
+its own, prefixed with its name."""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+
 import dagster as dg
 
-from .assets import INGESTION_ASSETS, MAINTENANCE_ASSETS, PER_DOCUMENT_ASSETS, documents_partitions
-from .evaluation import EVALUATION_ASSETS
+from rag_assets.corpus import Corpus, registered
+from rag_assets.errors import ConfigurationError
+
+from .assets import IngestionAssets, build_ingestion_assets
+from .evaluation import EvaluationAssets, build_evaluation_assets
 from .event_log import enable_event_batching
 from .resources import EmbedderResource, VectorStoreResource
-from .schedules import nightly_reconcile
-from .sensors import docs_sensor, evaluation_sensor
+from .schedules import build_nightly_reconcile
+from .sensors import build_docs_sensor, build_evaluation_sensor
 
 # Dagster hands a run's per-partition events to the event log in batches only when asked; the
 # batching event-log storage of dagster.yaml then writes each batch in one transaction.
 enable_event_batching()
 
-# The per-document assets as one named job: `dagster job execute -j ingest_documents --partition
-# <doc_path>` from a shell, and a partitioned job (backfills of many documents) in the UI.
-ingest_documents = dg.define_asset_job(
-    "ingest_documents",
-    selection=dg.AssetSelection.assets(*PER_DOCUMENT_ASSETS),
-    partitions_def=documents_partitions,
-    description="Parse, split, chunk, embed and index the selected documents (partitions).",
-)
+RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
 
-defs = dg.Definitions(
-    assets=[*INGESTION_ASSETS, *MAINTENANCE_ASSETS, *EVALUATION_ASSETS],
-    jobs=[ingest_documents],
-    sensors=[docs_sensor, evaluation_sensor],
-    schedules=[nightly_reconcile],
-    resources={"embedder": EmbedderResource(), "vector_store": VectorStoreResource()},
-    # One process per run, not per step: steps share the loaded model, start-up costs once, and
-    # the embedded Chroma store is never opened by two step processes at once (chroma #7040).
-    executor=dg.in_process_executor,
-)
 
-__all__ = ["defs", "documents_partitions", "INGESTION_ASSETS", "PER_DOCUMENT_ASSETS"]
+@dataclass(frozen=True)
+class CorpusDefinitions:
+    """One corpus's Dagster objects."""
+
+    corpus: Corpus
+    ingestion: IngestionAssets
+    evaluation: EvaluationAssets
+    ingest_job: dg.UnresolvedAssetJobDefinition
+    sensors: tuple[dg.SensorDefinition, ...]
+    schedule: dg.ScheduleDefinition
+
+    @property
+    def assets(self) -> list[dg.AssetsDefinition]:
+        return [*self.ingestion.ingestion, self.ingestion.index_audit, *self.evaluation.all]
+
+    def definitions(self) -> dg.Definitions:
+        return dg.Definitions(assets=self.assets, jobs=[self.ingest_job], sensors=list(self.sensors),
+                              schedules=[self.schedule])
+
+
+def build_corpus_definitions(corpus: Corpus) -> CorpusDefinitions:
+    ingestion = build_ingestion_assets(corpus)
+    evaluation = build_evaluation_assets(corpus, ingestion)
+    # The per-document assets as one named job: `dagster job execute -j ingest_documents --partition
+    # <doc_path>` from a shell, and a partitioned job (backfills of many documents) in the UI.
+    job = dg.define_asset_job(
+        ingestion.names.scoped("ingest_documents"),
+        selection=dg.AssetSelection.assets(*ingestion.per_document),
+        partitions_def=ingestion.partitions,
+        description=f"Parse, split, chunk, embed and index the selected documents of corpus {corpus.name}.",
+    )
+    sensors = (build_docs_sensor(corpus, ingestion), build_evaluation_sensor(corpus, ingestion, evaluation))
+    return CorpusDefinitions(corpus, ingestion, evaluation, job, sensors,
+                             build_nightly_reconcile(corpus, ingestion, evaluation))
+
+
+def project_definitions(corpora: list[CorpusDefinitions]) -> dg.Definitions:
+    return dg.Definitions.merge(
+        *(c.definitions() for c in corpora),
+        dg.Definitions(
+            resources=RESOURCES,
+            # One process per run, not per step: steps share the loaded model, start-up costs once, and
+            # the embedded Chroma store is never opened by two step processes at once (chroma #7040).
+            executor=dg.in_process_executor,
+        ),
+    )
+
+
+def registered_corpora() -> list[Corpus]:
+    """The folders indexed with `rag ingest --docs-dir`; a broken registration is logged, not fatal
+    (the code location must still load)."""
+    try:
+        return registered(Corpus().settings().corpora_dir)
+    except ConfigurationError as exc:
+        logging.getLogger("rag_assets").warning("corpora: %s", exc)
+        return []
+
+
+DEFAULT = build_corpus_definitions(Corpus())
+CORPORA = {c.corpus.name: c for c in [DEFAULT, *map(build_corpus_definitions, registered_corpora())]}
+defs = project_definitions(list(CORPORA.values()))
+
+# the default corpus's objects by their plain names
+documents_partitions = DEFAULT.ingestion.partitions
+document_catalog = DEFAULT.ingestion.document_catalog
+PER_DOCUMENT_ASSETS = list(DEFAULT.ingestion.per_document)
+INGESTION_ASSETS = DEFAULT.ingestion.ingestion
+vector_index = DEFAULT.ingestion.vector_index
+index_audit = DEFAULT.ingestion.index_audit
+synthetic_eval_set = DEFAULT.evaluation.synthetic_eval_set
+retrieval_evaluation = DEFAULT.evaluation.retrieval_evaluation
+ingest_documents = DEFAULT.ingest_job
+docs_sensor, evaluation_sensor = DEFAULT.sensors
+nightly_reconcile = DEFAULT.schedule

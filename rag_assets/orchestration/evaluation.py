@@ -28,8 +28,10 @@ import dagster as dg
 from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.modes import RetrievalMode
 
-from .assets import document_catalog, vector_index
-from .resources import EmbedderResource, VectorStoreResource, current_settings
+from rag_assets.corpus import Corpus
+
+from .assets import IngestionAssets
+from .resources import EmbedderResource, VectorStoreResource
 
 EVALUATION = "evaluation"
 QUALITY_METRIC = "section.recall@5"
@@ -119,31 +121,6 @@ def _synthetic_summary(built) -> dict:
     }
 
 
-@dg.asset(
-    deps=[document_catalog],
-    group_name=EVALUATION,
-    description="Known-item questions generated from the documents (a synthetic eval set, versioned), "
-                "scored by retrieval_evaluation when the index has no labelled eval set. Only changed "
-                "documents are asked about again.",
-)
-def synthetic_eval_set(context: dg.AssetExecutionContext, config: SyntheticEvalConfig) -> dg.MaterializeResult:
-    """The main docs folder's synthetic eval set, under RAG_EVAL_RESULTS_DIR/synthetic/."""
-    from rag_assets.evaluation.corpora import main_eval_sets
-
-    settings = current_settings()
-    labelled = main_eval_sets(settings.eval_dir)
-    if not (config.always or synthetic_wanted(settings, bool(labelled))):
-        reason = ("synthetic sets are off (RAG_EVAL_SYNTHETIC=off)" if settings.eval_synthetic == "off" else
-                  f"not needed: {len(labelled)} labelled eval set(s) under {settings.eval_dir} are scored instead "
-                  "(RAG_EVAL_SYNTHETIC=always scores a synthetic set too)")
-        context.log.info(f"skipped: {reason}")
-        return dg.MaterializeResult(metadata={"kind": SYNTHETIC, "skipped": reason})
-    built = build_synthetic(settings, context.log)
-    context.log.info(f"synthetic eval set {built.version}: {len(built.questions)} questions, "
-                     f"{len(built.documents_regenerated)} document(s) asked about again, {built.documents_reused} reused")
-    return dg.MaterializeResult(metadata=_synthetic_summary(built), data_version=dg.DataVersion(built.version))
-
-
 class EvaluationConfig(dg.Config):
     eval_sets: list[str] = []  # JSONL files; [] = every *.jsonl under RAG_EVAL_DIR
     corpora: str = ""  # extra labelled corpora, "name=folder;..."; "" = RAG_EVAL_CORPORA
@@ -151,119 +128,12 @@ class EvaluationConfig(dg.Config):
     modes: list[str] = list(RetrievalMode.names())
 
 
-@dg.multi_asset(
-    specs=[dg.AssetSpec(
-        "retrieval_evaluation",
-        deps=[vector_index, synthetic_eval_set],
-        group_name=EVALUATION,
-        description="Hit@k, precision@k, recall@k, MRR, nDCG (section and document level) and ragas scores, "
-                    "per mode, on the main index and on every extra eval corpus (on a synthetic eval set, "
-                    "labelled synthetic/, where there is no labelled one).",
-    )],
-    check_specs=[
-        dg.AssetCheckSpec("retrieval_quality", asset="retrieval_evaluation",
-                          description=f"hybrid {QUALITY_METRIC} >= RAG_EVAL_MIN_HYBRID_RECALL_AT_5"),
-        dg.AssetCheckSpec("eval_labels_resolve", asset="retrieval_evaluation",
-                          description="every expected source of the eval sets exists in the index"),
-    ],
-    # A multi-asset that can be subset may leave its checks out: with no eval set there is nothing to
-    # check, and evaluation_sensor (which runs this after every index change) must not turn "nothing to
-    # evaluate" into a FAILURE run. It materializes with the reason instead and yields no check.
-    can_subset=True,
-)
-def retrieval_evaluation(
-    context: dg.AssetExecutionContext,
-    config: EvaluationConfig,
-    embedder: EmbedderResource,
-    vector_store: VectorStoreResource,
-):
-    """Scores of every mode on the main index (RAG_EVAL_DIR) and on each extra corpus (RAG_EVAL_CORPORA)."""
-    # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
-    from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
-    from rag_assets.evaluation.evalset import load_eval_sets
-    from rag_assets.evaluation.synthetic import synthetic_dir
-
-    settings = current_settings()
-    paths = main_eval_sets(settings.eval_dir, config.eval_sets)
-    try:
-        corpora = parse_eval_corpora(config.corpora or settings.eval_corpora)
-    except ValueError as exc:
-        raise dg.Failure(f"RAG_EVAL_CORPORA: {exc}") from None
-    for corpus in corpora:
-        problem = corpus.problem(require_eval_set=settings.eval_synthetic == "off")
-        if problem:
-            raise dg.Failure(problem)
-    use_synthetic = synthetic_wanted(settings, bool(paths))
-    if not paths and not corpora and not use_synthetic:
-        reason = NO_EVAL_SET.format(eval_dir=settings.eval_dir) + SYNTHETIC_OFF
-        context.log.info(f"skipped: {reason}")
-        yield dg.MaterializeResult(asset_key="retrieval_evaluation",
-                                   metadata={"skipped": reason, GENERATION_KEY: current_generation(settings)})
-        return
-    synthetic = _synthetic_for_evaluation(context, settings) if use_synthetic else None
-    if synthetic is not None and not synthetic.questions and not paths and not corpora:
-        reason = (f"no eval set, and nothing to generate a synthetic one from: no passage of prose in "
-                  f"{settings.docs_dir} (run `rag ingest` on a folder of documents, or put *.jsonl under {settings.eval_dir})")
-        context.log.info(f"skipped: {reason}")
-        yield dg.MaterializeResult(asset_key="retrieval_evaluation",
-                                   metadata={"skipped": reason, GENERATION_KEY: current_generation(settings)})
-        return
-
-    top_k = config.top_k or settings.eval_top_k
-    model = embedder.get()
-    # read before scoring: an index change during the evaluation leaves a newer generation, which
-    # evaluation_sensor then scores again
-    metadata: dict = {"top_k": top_k, GENERATION_KEY: current_generation(settings)}
-    checks: list[dg.AssetCheckResult] = []
-    if paths:
-        loaded = load_eval_sets(paths)
-        for error in loaded.errors:
-            context.log.warning(f"eval set: {error}")
-        if not loaded.questions:
-            raise dg.Failure("no valid question in " + ", ".join(paths),
-                             metadata={"errors": [str(e) for e in loaded.errors]})
-        store = vector_store.open(model)
-        scored = _score(loaded.questions, model, store, settings, config.modes, top_k, settings.eval_results_dir,
-                        {"kind": "labelled", "paths": paths})
-        metadata.update(_report_metadata(scored, prefix=""))
-        metadata.update({
-            "questions": len(loaded.questions),
-            "eval_sets": dg.MetadataValue.json(paths),
-            "eval_set_errors": len(loaded.errors),
-            "chunks_in_index": store.count(),
-        })
-        if loaded.errors:
-            metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
-        checks = [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings)]
-    if synthetic is not None and synthetic.questions:
-        store = vector_store.open(model)
-        scored = _score(synthetic.questions, model, store, settings, config.modes, top_k, synthetic_dir(settings),
-                        synthetic.describe())
-        metadata.update(_report_metadata(scored, prefix=SYNTHETIC_PREFIX, synthetic=synthetic))
-        metadata.update({
-            f"{SYNTHETIC_PREFIX}questions": len(synthetic.questions),
-            f"{SYNTHETIC_PREFIX}version": synthetic.version,
-            f"{SYNTHETIC_PREFIX}eval_set": dg.MetadataValue.json(synthetic.describe()),
-        })
-        metadata.setdefault("chunks_in_index", store.count())
-    metadata["eval_set_kind"] = "+".join(k for k, on in (("labelled", bool(paths)), (SYNTHETIC, synthetic is not None
-                                                                                      and bool(synthetic.questions))) if on)
-    for corpus in corpora:
-        metadata.update(_score_corpus(context, corpus, model, settings, config.modes, top_k))
-
-    yield dg.MaterializeResult(asset_key="retrieval_evaluation", metadata=metadata)
-    selected = {key.name for key in context.selected_asset_check_keys}
-    for check in checks:
-        if check.check_name in selected:
-            yield check
-
-
-def _synthetic_for_evaluation(context, settings):
+def _synthetic_for_evaluation(context, settings, synthetic_key: dg.AssetKey):
     """The set synthetic_eval_set wrote in this same run, else brought up to date here (when this asset
     runs on its own: only changed documents cost anything)."""
     from rag_assets.evaluation.synthetic import load_synthetic_set, synthetic_dir
 
-    event = context.instance.get_latest_materialization_event(synthetic_eval_set.key)
+    event = context.instance.get_latest_materialization_event(synthetic_key)
     if event is not None and event.run_id == context.run_id:
         loaded = load_synthetic_set(synthetic_dir(settings))
         if loaded is not None:
@@ -396,4 +266,152 @@ def _labels_check(report, store, settings) -> dg.AssetCheckResult:
     )
 
 
-EVALUATION_ASSETS = [synthetic_eval_set, retrieval_evaluation]
+@dataclass(frozen=True)
+class EvaluationAssets:
+    synthetic_eval_set: dg.AssetsDefinition
+    retrieval_evaluation: dg.AssetsDefinition
+
+    @property
+    def all(self) -> list[dg.AssetsDefinition]:
+        return [self.synthetic_eval_set, self.retrieval_evaluation]
+
+
+def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> EvaluationAssets:
+    """synthetic_eval_set and retrieval_evaluation of one corpus, downstream of its index."""
+    names = ingestion.names
+    group = names.group(EVALUATION)
+    evaluation_key = names.key("retrieval_evaluation")
+
+    @dg.asset(
+        deps=[ingestion.document_catalog],
+        key_prefix=names.prefix,
+        group_name=group,
+        description="Known-item questions generated from the documents (a synthetic eval set, versioned), "
+                    "scored by retrieval_evaluation when the index has no labelled eval set. Only changed "
+                    "documents are asked about again.",
+    )
+    def synthetic_eval_set(context: dg.AssetExecutionContext, config: SyntheticEvalConfig) -> dg.MaterializeResult:
+        """The main docs folder's synthetic eval set, under RAG_EVAL_RESULTS_DIR/synthetic/."""
+        from rag_assets.evaluation.corpora import main_eval_sets
+
+        settings = corpus.settings()
+        labelled = main_eval_sets(settings.eval_dir)
+        if not (config.always or synthetic_wanted(settings, bool(labelled))):
+            reason = ("synthetic sets are off (RAG_EVAL_SYNTHETIC=off)" if settings.eval_synthetic == "off" else
+                      f"not needed: {len(labelled)} labelled eval set(s) under {settings.eval_dir} are scored instead "
+                      "(RAG_EVAL_SYNTHETIC=always scores a synthetic set too)")
+            context.log.info(f"skipped: {reason}")
+            return dg.MaterializeResult(metadata={"kind": SYNTHETIC, "skipped": reason})
+        built = build_synthetic(settings, context.log)
+        context.log.info(f"synthetic eval set {built.version}: {len(built.questions)} questions, "
+                         f"{len(built.documents_regenerated)} document(s) asked about again, {built.documents_reused} reused")
+        return dg.MaterializeResult(metadata=_synthetic_summary(built), data_version=dg.DataVersion(built.version))
+
+    @dg.multi_asset(
+        specs=[dg.AssetSpec(
+            evaluation_key,
+            deps=[ingestion.vector_index, synthetic_eval_set],
+            group_name=group,
+            description="Hit@k, precision@k, recall@k, MRR, nDCG (section and document level) and ragas scores, "
+                        "per mode, on the main index and on every extra eval corpus (on a synthetic eval set, "
+                        "labelled synthetic/, where there is no labelled one).",
+        )],
+        check_specs=[
+            dg.AssetCheckSpec("retrieval_quality", asset=evaluation_key,
+                              description=f"hybrid {QUALITY_METRIC} >= RAG_EVAL_MIN_HYBRID_RECALL_AT_5"),
+            dg.AssetCheckSpec("eval_labels_resolve", asset=evaluation_key,
+                              description="every expected source of the eval sets exists in the index"),
+        ],
+        # A multi-asset that can be subset may leave its checks out: with no eval set there is nothing to
+        # check, and evaluation_sensor (which runs this after every index change) must not turn "nothing to
+        # evaluate" into a FAILURE run. It materializes with the reason instead and yields no check.
+        can_subset=True,
+        name=names.scoped("retrieval_evaluation"),
+    )
+    def retrieval_evaluation(
+        context: dg.AssetExecutionContext,
+        config: EvaluationConfig,
+        embedder: EmbedderResource,
+        vector_store: VectorStoreResource,
+    ):
+        """Scores of every mode on the main index (RAG_EVAL_DIR) and on each extra corpus (RAG_EVAL_CORPORA)."""
+        # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
+        from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
+        from rag_assets.evaluation.evalset import load_eval_sets
+        from rag_assets.evaluation.synthetic import synthetic_dir
+
+        settings = embedder.settings(corpus.settings())
+        paths = main_eval_sets(settings.eval_dir, config.eval_sets)
+        try:
+            corpora = parse_eval_corpora(config.corpora or settings.eval_corpora)
+        except ValueError as exc:
+            raise dg.Failure(f"RAG_EVAL_CORPORA: {exc}") from None
+        for side in corpora:
+            problem = side.problem(require_eval_set=settings.eval_synthetic == "off")
+            if problem:
+                raise dg.Failure(problem)
+        use_synthetic = synthetic_wanted(settings, bool(paths))
+        if not paths and not corpora and not use_synthetic:
+            reason = NO_EVAL_SET.format(eval_dir=settings.eval_dir) + SYNTHETIC_OFF
+            context.log.info(f"skipped: {reason}")
+            yield dg.MaterializeResult(asset_key=evaluation_key,
+                                       metadata={"skipped": reason, GENERATION_KEY: current_generation(settings)})
+            return
+        synthetic = _synthetic_for_evaluation(context, settings, synthetic_eval_set.key) if use_synthetic else None
+        if synthetic is not None and not synthetic.questions and not paths and not corpora:
+            reason = (f"no eval set, and nothing to generate a synthetic one from: no passage of prose in "
+                      f"{settings.docs_dir} (run `rag ingest` on a folder of documents, or put *.jsonl under {settings.eval_dir})")
+            context.log.info(f"skipped: {reason}")
+            yield dg.MaterializeResult(asset_key=evaluation_key,
+                                       metadata={"skipped": reason, GENERATION_KEY: current_generation(settings)})
+            return
+
+        top_k = config.top_k or settings.eval_top_k
+        model = embedder.get(settings)
+        # read before scoring: an index change during the evaluation leaves a newer generation, which
+        # evaluation_sensor then scores again
+        metadata: dict = {"top_k": top_k, GENERATION_KEY: current_generation(settings)}
+        checks: list[dg.AssetCheckResult] = []
+        if paths:
+            loaded = load_eval_sets(paths)
+            for error in loaded.errors:
+                context.log.warning(f"eval set: {error}")
+            if not loaded.questions:
+                raise dg.Failure("no valid question in " + ", ".join(paths),
+                                 metadata={"errors": [str(e) for e in loaded.errors]})
+            store = vector_store.open(model, settings)
+            scored = _score(loaded.questions, model, store, settings, config.modes, top_k, settings.eval_results_dir,
+                            {"kind": "labelled", "paths": paths})
+            metadata.update(_report_metadata(scored, prefix=""))
+            metadata.update({
+                "questions": len(loaded.questions),
+                "eval_sets": dg.MetadataValue.json(paths),
+                "eval_set_errors": len(loaded.errors),
+                "chunks_in_index": store.count(),
+            })
+            if loaded.errors:
+                metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
+            checks = [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings)]
+        if synthetic is not None and synthetic.questions:
+            store = vector_store.open(model, settings)
+            scored = _score(synthetic.questions, model, store, settings, config.modes, top_k, synthetic_dir(settings),
+                            synthetic.describe())
+            metadata.update(_report_metadata(scored, prefix=SYNTHETIC_PREFIX, synthetic=synthetic))
+            metadata.update({
+                f"{SYNTHETIC_PREFIX}questions": len(synthetic.questions),
+                f"{SYNTHETIC_PREFIX}version": synthetic.version,
+                f"{SYNTHETIC_PREFIX}eval_set": dg.MetadataValue.json(synthetic.describe()),
+            })
+            metadata.setdefault("chunks_in_index", store.count())
+        metadata["eval_set_kind"] = "+".join(k for k, on in (("labelled", bool(paths)), (SYNTHETIC, synthetic is not None
+                                                                                          and bool(synthetic.questions))) if on)
+        for side in corpora:
+            metadata.update(_score_corpus(context, side, model, settings, config.modes, top_k))
+
+        yield dg.MaterializeResult(asset_key=evaluation_key, metadata=metadata)
+        selected = {key.name for key in context.selected_asset_check_keys}
+        for check in checks:
+            if check.check_name in selected:
+                yield check
+
+    return EvaluationAssets(synthetic_eval_set, retrieval_evaluation)

@@ -1,13 +1,14 @@
-"""Dagster resources: the embedder and the vector store, configured from rag_assets.config.
+"""Dagster resources: the embedder and the vector store, shared by every corpus.
 
-Empty fields mean "use Settings" (defaults, overridden by environment variables); a value set in
-the launchpad or in code wins. Secrets (OPENAI_API_KEY) are never resource config: they are read
+Each asset hands a resource its corpus's settings (rag_assets.corpus); empty fields mean "as the
+corpus says", a value set in the launchpad or in code wins. Secrets (OPENAI_API_KEY) are never resource config: they are read
 from the environment by the embedder, so they never show in run config or the UI.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
@@ -21,8 +22,10 @@ from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
 
 
-def current_settings() -> Settings:
-    return Settings.from_env()
+def _with(base: Settings, **fields) -> Settings:
+    """base with the resource's non-empty fields over it."""
+    chosen = {k: v for k, v in fields.items() if v}
+    return replace(base, **chosen).validated() if chosen else base
 
 
 STORE_WRITER_LOCK_NAME = ".rag-writer.lock"
@@ -54,16 +57,14 @@ class EmbedderResource(dg.ConfigurableResource):
     model: str = ""  # "" = RAG_EMBEDDING_MODEL or the embedder's default
     batch_size: int = 0  # 0 = RAG_EMBED_BATCH_SIZE
 
-    def settings(self) -> Settings:
-        return Settings.from_env(
-            embedder=self.embedder or None, embedding_model=self.model or None, embed_batch_size=self.batch_size or None
-        )
+    def settings(self, base: Settings) -> Settings:
+        return _with(base, embedder=self.embedder, embedding_model=self.model, embed_batch_size=self.batch_size)
 
-    def get(self) -> Embedder:
-        return _cached_embedder(self.settings())
+    def get(self, base: Settings) -> Embedder:
+        return _cached_embedder(self.settings(base))
 
-    def cache(self) -> EmbeddingCache:
-        return EmbeddingCache.for_settings(self.settings())
+    def cache(self, base: Settings) -> EmbeddingCache:
+        return EmbeddingCache.for_settings(self.settings(base))
 
 
 class VectorStoreResource(dg.ConfigurableResource):
@@ -74,35 +75,30 @@ class VectorStoreResource(dg.ConfigurableResource):
     chroma_port: int = 0
     collection: str = ""
 
-    def settings(self) -> Settings:
-        return Settings.from_env(
-            chroma_path=self.chroma_path or None,
-            chroma_host=self.chroma_host or None,
-            chroma_port=self.chroma_port or None,
-            collection=self.collection or None,
-        )
+    def settings(self, base: Settings) -> Settings:
+        return _with(base, chroma_path=Path(self.chroma_path).resolve() if self.chroma_path else None,
+                     chroma_host=self.chroma_host, chroma_port=self.chroma_port, collection=self.collection)
 
-    def open(self, embedder: Embedder) -> ChromaStore:
-        s = self.settings()
-        return ChromaStore.for_settings(s, embedder)
+    def open(self, embedder: Embedder, base: Settings) -> ChromaStore:
+        return ChromaStore.for_settings(self.settings(base), embedder)
 
-    def collection_id(self, embedder: Embedder) -> str:
+    def collection_id(self, embedder: Embedder, base: Settings) -> str:
         """The collection's id now, without opening an embedded store when its catalog file can be
         read directly (cheap, and a sensor tick must not open the store a run is writing); a
         missing collection reads "none", so nothing counts as indexed in it."""
-        s = self.settings()
+        s = self.settings(base)
         if not s.chroma_host:
             try:
                 return embedded_collection_id(s.chroma_path, s.collection) or "none"
             except LookupError:
                 pass
-        return self.open(embedder).collection_id
+        return self.open(embedder, base).collection_id
 
     @contextmanager
-    def writer(self, embedder: Embedder) -> Iterator[ChromaStore]:
+    def writer(self, embedder: Embedder, base: Settings) -> Iterator[ChromaStore]:
         """The store for writing. Embedded: opened only once this process holds the store's writer
         lock (so it never writes from a view older than another writer's last change), held until
         the block ends. A server: opened at once; per-document locks keep writers apart."""
-        lock = store_writer_lock(self.settings())
+        lock = store_writer_lock(self.settings(base))
         with lock if lock is not None else nullcontext():
-            yield self.open(embedder)
+            yield self.open(embedder, base)

@@ -41,17 +41,14 @@ from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
 
-from rag_assets.orchestration.definitions import defs as definitions
-from .evaluation import SYNTHETIC_PREFIX, retrieval_evaluation, synthetic_eval_set
+from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinitions, defs as definitions
+from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
-from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, vector_index
+from .assets import stale_now
 from .noop_check import dagster_home, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
-from .resources import (
-    current_settings,
-    store_writer_lock,
-)
+from .resources import store_writer_lock
 
 # how long a `rag ingest` waits for another one to finish; unset or negative: as long as it takes
 INGEST_LOCK_TIMEOUT_VAR = "RAG_INGEST_LOCK_TIMEOUT"
@@ -85,13 +82,22 @@ def _lock_timeout() -> float:
         raise ConfigurationError(f"{INGEST_LOCK_TIMEOUT_VAR} must be a number of seconds, got {raw!r}") from None
 
 
+def corpus_definitions(name: str | None = None) -> CorpusDefinitions:
+    """A corpus's Dagster objects by name (None: the default corpus)."""
+    if name is None:
+        return DEFAULT
+    try:
+        return CORPORA[name]
+    except KeyError:
+        raise ConfigurationError(f"no corpus named {name!r}; known: {', '.join(sorted(CORPORA))}") from None
+
+
 @contextmanager
-def ingest_lock(state_dir: Path | None = None):
+def ingest_lock(state_dir: Path):
     """Hold the state folder's ingest lock; yields the seconds spent waiting for it.
 
     A second ingest waits (saying so on stderr) rather than failing: when it gets the lock, the
     documents the first one indexed are current and it has nothing left to do."""
-    state_dir = Path(state_dir) if state_dir is not None else current_settings().state_dir
     with _holding(ingest_lock_file(state_dir), "another ingest is running") as waited:
         yield waited
 
@@ -150,30 +156,33 @@ def _execute(
 
 
 def materialize_documents(
-    instance: dg.DagsterInstance, partition_keys: Sequence[str], max_per_run: int
+    instance: dg.DagsterInstance, partition_keys: Sequence[str], max_per_run: int, corpus: CorpusDefinitions = DEFAULT
 ) -> Iterator[tuple[int, dg.ExecuteInProcessResult]]:
     """Run the per-document assets for these documents, run after run: contiguous stretches of the
     partition order (small gaps bridged), at most max_per_run documents each, so every finished
     run's documents stay indexed if the process is killed during a later one.
     Yields (wanted documents the run covered, its result)."""
-    order = instance.get_dynamic_partitions(documents_partitions.name)
+    order = instance.get_dynamic_partitions(corpus.ingestion.partitions.name)
+    per_document = corpus.ingestion.per_document
     for run in plan_runs(order, partition_keys, max_per_run):
         if run.first == run.last:  # one document: its own partition key (its metadata is its own)
-            yield 1, _execute(instance, PER_DOCUMENT_ASSETS, partition_key=run.first)
+            yield 1, _execute(instance, per_document, partition_key=run.first)
         else:
-            yield len(run.keys), _execute(instance, PER_DOCUMENT_ASSETS, tags=run.tags)
+            yield len(run.keys), _execute(instance, per_document, tags=run.tags)
 
 
-def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], stages: StageStore) -> list[DocumentRef]:
+def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], stages: StageStore,
+                     corpus: CorpusDefinitions = DEFAULT) -> list[DocumentRef]:
     """The stale documents (ingestion.stale_documents, the one rule), plus any whose partition
     Dagster has not seen materialized (e.g. a wiped Dagster storage): everything else is done."""
-    stale = stale_now(refs, stages)
-    materialized = instance.get_materialized_partitions(vector_index.key)
+    stale = stale_now(refs, stages, corpus.corpus.settings())
+    materialized = instance.get_materialized_partitions(corpus.ingestion.vector_index.key)
     return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
 
 
 def ingest(
-    only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False, workers: int = 1
+    only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False, workers: int = 1,
+    corpus: CorpusDefinitions = DEFAULT,
 ) -> IngestSummary:
     """Discover, register partitions, process the documents that changed; the summary the CLI prints.
 
@@ -181,7 +190,7 @@ def ingest(
     With an embedded store the ingest also holds the store's writer lock throughout (its process
     keeps the store open), so runs launched from the UI or the daemon wait for it; `workers` > 1
     needs a Chroma server, which takes several writers."""
-    settings = current_settings()
+    settings = corpus.corpus.settings()
     if workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, got {workers}")
     if workers > 1 and not settings.chroma_host:
@@ -191,8 +200,9 @@ def ingest(
         )
     started = time.perf_counter()
     writer = store_writer_lock(settings) if workers == 1 else None
-    with ingest_lock() as waited, _holding(writer, "another process is writing the vector store") if writer else nullcontext():
-        summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers)
+    with ingest_lock(settings.state_dir) as waited, \
+            _holding(writer, "another process is writing the vector store") if writer else nullcontext():
+        summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus)
     summary.lock_wait_seconds = round(waited, 3)
     summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary
@@ -216,8 +226,10 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     return orphaned
 
 
-def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int) -> IngestSummary:
-    settings = current_settings()
+def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int,
+                   corpus: CorpusDefinitions) -> IngestSummary:
+    settings = corpus.corpus.settings()
+    document_catalog = corpus.ingestion.document_catalog
     instance = get_instance()
     fail_orphaned_runs(instance)
     summary = IngestSummary()
@@ -228,14 +240,14 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets, known=stored)
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
     ran_catalog = catalog_run_needed(stored, seen) or set(
-        instance.get_dynamic_partitions(documents_partitions.name)) != {d.partition_key for d in seen.documents}
+        instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
     if ran_catalog:
-        config = {"ops": {"document_catalog": {"config": {"allow_mass_delete": allow_mass_delete}}}}
+        config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
         catalog_run = _execute(instance, [document_catalog], run_config=config)
         summary.run_ids.append(catalog_run.run_id)
         if not catalog_run.success:
             raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
-        catalog_meta = _materialization_metadata(catalog_run).get("document_catalog", {})
+        catalog_meta = _materialization_metadata(catalog_run).get(document_catalog.key.to_user_string(), {})
         summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
         summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
         summary.removal_refused = str(catalog_meta.get("removal_refused") or "")
@@ -250,7 +262,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     summary.documents_discovered = len(catalog.documents) + len(catalog.errors)
     summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
 
-    todo = documents_to_run(instance, refs, stages)
+    todo = documents_to_run(instance, refs, stages, corpus)
     if stored is not None and not ran_catalog:
         # touched files (new mtime, same content): remember how they look now, so the next look
         # does not read them again (the runs record their own documents)
@@ -258,21 +270,21 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     if todo:
         publish(ProgressEvent(OVERALL, 0, len(todo)))
     before = {t.doc_path: t.content_hash for t in todo}
-    all_ran = _run_documents(instance, todo, workers, settings, summary)
-    failed, pending, vanished = _not_current(instance, settings, stages, todo)
+    all_ran = _run_documents(instance, todo, workers, settings, summary, corpus)
+    failed, pending, vanished = _not_current(instance, settings, stages, todo, corpus)
     changed = [r for r in pending if r.content_hash != before[r.doc_path]]
     if changed and all_ran:
         # saved while the run read them: each stage acts on the file as it is, so a stage after
         # the edit skipped the new version. Once more for those, so the ingest ends current.
-        all_ran = _run_documents(instance, changed, 1, settings, summary, report_progress=False)
-        failed, pending, vanished = _not_current(instance, settings, stages, todo)
+        all_ran = _run_documents(instance, changed, 1, settings, summary, corpus, report_progress=False)
+        failed, pending, vanished = _not_current(instance, settings, stages, todo, corpus)
     if only_doc_paths is None:
         # every document current now? then the next `rag ingest` can say so without Dagster (noop_check)
         runs_state = run_storage_state()
         now = stages.read_catalog() if todo else catalog
         # a refused removal is not "current": the next `rag ingest` must look (and say so) again
         current = not summary.removal_refused and not failed and not pending and (
-            not todo or not documents_to_run(instance, now.documents, stages))
+            not todo or not documents_to_run(instance, now.documents, stages, corpus))
         record_noop_token(settings, stages, now if current else None, runs_state)
     failures = stages.failures([r.doc_path for r in failed]) if failed else {}
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
@@ -288,18 +300,18 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
 
 
 def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings, summary: IngestSummary,
-                   report_progress: bool = True) -> bool:
+                   corpus: CorpusDefinitions, report_progress: bool = True) -> bool:
     """Materialize the per-document assets for these documents; False when a run failed."""
     if not todo:
         return True
     runs_before = len(summary.run_ids)
     errors_before = len(summary.errors)
     if workers > 1 and len(todo) > 1:
-        _run_workers(instance, todo, workers, settings.documents_per_run, summary)
+        _run_workers(instance, todo, workers, settings.documents_per_run, summary, corpus)
     else:
         done = 0
         keys = [r.partition_key for r in todo]
-        for covered, run in materialize_documents(instance, keys, settings.documents_per_run):
+        for covered, run in materialize_documents(instance, keys, settings.documents_per_run, corpus):
             done += covered
             if report_progress:
                 publish(ProgressEvent(OVERALL, done, len(todo)))
@@ -307,7 +319,7 @@ def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings
     return len(summary.run_ids) > runs_before and len(summary.errors) == errors_before
 
 
-def _not_current(instance, settings, stages: StageStore, todo: Sequence[DocumentRef]
+def _not_current(instance, settings, stages: StageStore, todo: Sequence[DocumentRef], corpus: CorpusDefinitions
                  ) -> tuple[list[DocumentRef], list[DocumentRef], int]:
     """After the runs, the documents that are not indexed at their version as the folder holds it
     now: (failed: a recorded failure of this version, pending: no failure, e.g. saved during the
@@ -325,7 +337,7 @@ def _not_current(instance, settings, stages: StageStore, todo: Sequence[Document
     if not now:
         return [], [], vanished
     try:
-        stale = {r.doc_path for r in documents_to_run(instance, now, stages)}
+        stale = {r.doc_path for r in documents_to_run(instance, now, stages, corpus)}
     except VectorDBUnavailableError:
         # the store went away (a Chroma server killed mid-run): judge by the recorded failures alone
         failures = stages.failures([r.doc_path for r in now])
@@ -342,9 +354,10 @@ def _not_current(instance, settings, stages: StageStore, todo: Sequence[Document
 def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], success: bool, error) -> None:
     """Add one documents run's materialization metadata to the ingest's summary."""
     summary.run_ids.append(run_id)
-    index_meta = meta.get("vector_index", {})
-    embed_meta = meta.get("chunk_embeddings", {})
-    chunk_meta = meta.get("document_chunks", {})
+    by_asset = {key.rsplit("/", 1)[-1]: value for key, value in meta.items()}  # a corpus's keys carry its name
+    index_meta = by_asset.get("vector_index", {})
+    embed_meta = by_asset.get("chunk_embeddings", {})
+    chunk_meta = by_asset.get("document_chunks", {})
     summary.chunks_written += int(index_meta.get("vectors_written", 0))
     summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
     summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
@@ -356,11 +369,11 @@ def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], succe
 
 
 def _run_workers(
-    instance, todo: Sequence[DocumentRef], workers: int, per_run: int, summary: IngestSummary
+    instance, todo: Sequence[DocumentRef], workers: int, per_run: int, summary: IngestSummary, corpus: CorpusDefinitions
 ) -> None:
     """The documents as contiguous ranges of about 1/workers of the work each (by bytes, at most
     per_run documents), `workers` runs at a time through the instance's run launcher (fanout)."""
-    order = instance.get_dynamic_partitions(documents_partitions.name)
+    order = instance.get_dynamic_partitions(corpus.ingestion.partitions.name)
     sizes = {r.partition_key: float(r.size_bytes) for r in todo}
     # about twice as many ranges as workers, the heaviest launched first: the workers finish together
     plans = sorted(balanced_runs(order, sizes, 2 * workers, per_run), key=lambda p: -sum(sizes[k] for k in p.keys))
@@ -375,7 +388,8 @@ def _run_workers(
         _count_run(summary, launched.run_id, _instance_metadata(instance, launched.run_id),
                    launched.status == dg.DagsterRunStatus.SUCCESS, error)
 
-    launch_document_runs(instance, plans, workers, process_tags(), run_config=_console_logging(), on_done=finished)
+    launch_document_runs(instance, plans, workers, process_tags(), run_config=_console_logging(), on_done=finished,
+                         job_name=corpus.ingest_job.name)
 
 
 def _instance_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict]:
@@ -409,7 +423,8 @@ class EvaluateOutcome:
     skipped: str = ""  # why nothing was scored (the asset's "skipped" metadata)
 
 
-def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -> EvaluateOutcome:
+def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None,
+             corpus: CorpusDefinitions = DEFAULT) -> EvaluateOutcome:
     """Materialize retrieval_evaluation (a run on the instance, like one launched from the UI), after
     synthetic_eval_set unless eval sets are given."""
     import json
@@ -420,14 +435,17 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None) -
         config["eval_sets"] = [str(Path(p).resolve()) for p in eval_sets]
     if top_k:
         config["top_k"] = top_k
-    selection = [retrieval_evaluation.key] if eval_sets else [synthetic_eval_set.key, retrieval_evaluation.key]
+    evaluation = corpus.evaluation
+    selection = [evaluation.retrieval_evaluation.key]
+    if not eval_sets:
+        selection.insert(0, evaluation.synthetic_eval_set.key)
     run = definitions.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=instance,
         asset_selection=selection,
-        run_config={"ops": {"retrieval_evaluation": {"config": config}}, **_console_logging()},
+        run_config={"ops": {evaluation.retrieval_evaluation.op.name: {"config": config}}, **_console_logging()},
         raise_on_error=False,
     )
-    meta = _materialization_metadata(run).get("retrieval_evaluation", {})
+    meta = _materialization_metadata(run).get(evaluation.retrieval_evaluation.key.to_user_string(), {})
 
     def saved(path):
         return json.loads(Path(path).with_suffix(".json").read_text()) if path else {}

@@ -15,42 +15,52 @@ import dagster as dg
 from rag_assets.ingest.discovery import discover
 from rag_assets.index.stage_store import StageStore
 
-from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions, index_audit
-from .evaluation import retrieval_evaluation, synthetic_eval_set
+from rag_assets.corpus import Corpus
+
+from .assets import IngestionAssets, stale_now
+from .evaluation import EvaluationAssets
 from .partition_ranges import plan_runs
-from .resources import current_settings
 from .sensors import EVALUATION_RUN_TAGS, INDEX_RUN_TAGS
 
 RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 
 
-@dg.schedule(
-    name="nightly_reconcile",
-    cron_schedule=RECONCILE_CRON,
-    target=[document_catalog, *PER_DOCUMENT_ASSETS, index_audit, synthetic_eval_set, retrieval_evaluation],
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-)
-def nightly_reconcile(context: dg.ScheduleEvaluationContext):
-    stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
-    requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key],
-                              tags=INDEX_RUN_TAGS)]
-    settings = current_settings()
-    stages = StageStore.for_settings(settings)
-    try:
-        catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets, known=stages.read_catalog())
-    except FileNotFoundError as exc:
-        context.log.warning(f"{exc}: only the catalog run (which refuses to empty the index) is requested")
+def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation: EvaluationAssets
+                            ) -> dg.ScheduleDefinition:
+    document_catalog, per_document, index_audit = assets.document_catalog, assets.per_document, assets.index_audit
+    evaluation_keys = [a.key for a in evaluation.all]
+
+    @dg.schedule(
+        name=assets.names.scoped("nightly_reconcile"),
+        cron_schedule=RECONCILE_CRON,
+        target=[document_catalog, *per_document, index_audit, *evaluation.all],
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+    )
+    def nightly_reconcile(context: dg.ScheduleEvaluationContext):
+        stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
+        requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key],
+                                  tags=INDEX_RUN_TAGS)]
+        settings = corpus.settings()
+        stages = StageStore.for_settings(settings)
+        try:
+            catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes,
+                               index_snippets=settings.index_snippets, known=stages.read_catalog())
+        except FileNotFoundError as exc:
+            context.log.warning(f"{exc}: only the catalog run (which refuses to empty the index) is requested")
+            return requests
+        # documents registered now are reconciled tonight; files new since the sensor's last look are
+        # registered by the catalog run and picked up by the sensor or the next night
+        order = context.instance.get_dynamic_partitions(assets.partitions.name)
+        stale = stale_now(catalog.documents, stages, settings)
+        wanted = {d.partition_key for d in catalog.documents if d.doc_path in stale}
+        for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
+            requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",
+                                          asset_selection=[a.key for a in per_document],
+                                          tags={**run.tags, **INDEX_RUN_TAGS}))
+        requests.append(dg.RunRequest(run_key=f"reconcile-audit-{stamp}", asset_selection=[index_audit.key],
+                                      tags=INDEX_RUN_TAGS))
+        requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}", asset_selection=evaluation_keys,
+                                      tags=EVALUATION_RUN_TAGS))
         return requests
-    # documents registered now are reconciled tonight; files new since the sensor's last look are
-    # registered by the catalog run and picked up by the sensor or the next night
-    order = context.instance.get_dynamic_partitions(documents_partitions.name)
-    stale = stale_now(catalog.documents, stages)
-    wanted = {d.partition_key for d in catalog.documents if d.doc_path in stale}
-    for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
-        requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",
-                                      asset_selection=[a.key for a in PER_DOCUMENT_ASSETS], tags={**run.tags, **INDEX_RUN_TAGS}))
-    requests.append(dg.RunRequest(run_key=f"reconcile-audit-{stamp}", asset_selection=[index_audit.key], tags=INDEX_RUN_TAGS))
-    requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}",
-                                  asset_selection=[synthetic_eval_set.key, retrieval_evaluation.key],
-                                  tags=EVALUATION_RUN_TAGS))
-    return requests
+
+    return nightly_reconcile

@@ -31,28 +31,39 @@ from rag_assets.index.stage_store import StageStore
 from rag_assets.config import Settings
 from rag_assets.index.generation import EMPTY as EMPTY_INDEX, current_generation
 
-from .assets import PER_DOCUMENT_ASSETS, stale_now, document_catalog, documents_partitions
-from .evaluation import GENERATION_KEY, retrieval_evaluation, synthetic_eval_set
+from rag_assets.corpus import Corpus
+
+from .assets import IngestionAssets, stale_now
+from .evaluation import GENERATION_KEY, EvaluationAssets
 from .partition_ranges import plan_runs
-from .resources import current_settings
 
 # the run queue's tag limits (dagster.yaml) keep index writers one at a time and let one evaluation
 # run beside them
 INDEX_RUN_TAGS = {"rag/run": "index"}
 EVALUATION_RUN_TAGS = {"rag/run": "evaluation"}
 EVALUATION_MAX_DEFER_SECONDS = 300
-_SETTINGS_AT_LOAD = Settings.from_env()  # intervals are part of the definitions, fixed at load
 
 
-@dg.sensor(
-    name="docs_sensor",
-    minimum_interval_seconds=_SETTINGS_AT_LOAD.sensor_interval_seconds,
-    default_status=dg.DefaultSensorStatus.STOPPED,
-    target=[document_catalog, *PER_DOCUMENT_ASSETS],
-    description="Re-ingests new, changed, reverted and restored markdown files and removes deleted ones.",
-)
-def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    settings = current_settings()
+def build_docs_sensor(corpus: Corpus, assets: IngestionAssets) -> dg.SensorDefinition:
+    names, partitions = assets.names, assets.partitions
+    document_catalog, per_document = assets.document_catalog, assets.per_document
+
+    @dg.sensor(
+        name=names.scoped("docs_sensor"),
+        # the interval is part of the definitions, fixed at load
+        minimum_interval_seconds=corpus.settings().sensor_interval_seconds,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        target=[document_catalog, *per_document],
+        description="Re-ingests new, changed, reverted and restored markdown files and removes deleted ones.",
+    )
+    def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        settings = corpus.settings()
+        return _docs_tick(context, settings, partitions, document_catalog, per_document)
+
+    return docs_sensor
+
+
+def _docs_tick(context, settings: Settings, partitions, document_catalog, per_document) -> dg.SensorResult:
     try:
         changes = detect_changes(settings.docs_dir, context.cursor, max_file_bytes=settings.max_file_bytes, wait=True,
                                  index_snippets=settings.index_snippets)
@@ -77,9 +88,9 @@ def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         # new and changed files are still indexed; the vanished ones stay (no catalog run), and
         # `rag ingest` or nightly_reconcile reports the refusal again
 
-    existing = context.instance.get_dynamic_partitions(documents_partitions.name)
+    existing = context.instance.get_dynamic_partitions(partitions.name)
     known = set(existing)
-    stale = stale_now(changes.to_process, stages)
+    stale = stale_now(changes.to_process, stages, settings)
     to_process = [r for r in changes.to_process if r.doc_path in stale or r.partition_key not in known]
     new_keys = [r.partition_key for r in to_process if r.partition_key not in known]
     order = list(existing) + new_keys  # the order the partitions will have once added
@@ -89,7 +100,7 @@ def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         run_requests.append(
             dg.RunRequest(
                 run_key=f"{prefix}-documents-{i}",
-                asset_selection=[a.key for a in PER_DOCUMENT_ASSETS],
+                asset_selection=[a.key for a in per_document],
                 tags={**run.tags, **INDEX_RUN_TAGS, "rag/changed_documents": str(len(run.keys))},
             )
         )
@@ -100,7 +111,7 @@ def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         return dg.SensorResult(skip_reason=dg.SkipReason("changed files are already indexed"), cursor=changes.cursor)
     return dg.SensorResult(
         run_requests=run_requests,
-        dynamic_partitions_requests=[documents_partitions.build_add_request(new_keys)] if new_keys else [],
+        dynamic_partitions_requests=[partitions.build_add_request(new_keys)] if new_keys else [],
         cursor=changes.cursor,
     )
 
@@ -125,19 +136,30 @@ _IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.Da
               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
-@dg.sensor(
-    name="evaluation_sensor",
-    minimum_interval_seconds=_SETTINGS_AT_LOAD.evaluation_interval_seconds,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    target=[synthetic_eval_set, retrieval_evaluation],
-    description="Re-scores retrieval after the index changed (batched: once ingestion runs are done); the "
-                "synthetic eval set is brought up to date first (a no-op where a labelled set exists).",
-)
-def evaluation_sensor(context: dg.SensorEvaluationContext):
-    generation = current_generation(current_settings())
+def build_evaluation_sensor(corpus: Corpus, assets: IngestionAssets, evaluation: EvaluationAssets
+                            ) -> dg.SensorDefinition:
+    names = assets.names
+    evaluation_key = evaluation.retrieval_evaluation.key
+
+    @dg.sensor(
+        name=names.scoped("evaluation_sensor"),
+        minimum_interval_seconds=corpus.settings().evaluation_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        target=evaluation.all,
+        description="Re-scores retrieval after the index changed (batched: once ingestion runs are done); the "
+                    "synthetic eval set is brought up to date first (a no-op where a labelled set exists).",
+    )
+    def evaluation_sensor(context: dg.SensorEvaluationContext):
+        return _evaluation_tick(context, corpus.settings(), evaluation_key)
+
+    return evaluation_sensor
+
+
+def _evaluation_tick(context, settings: Settings, evaluation_key: dg.AssetKey):
+    generation = current_generation(settings)
     if generation == EMPTY_INDEX:
         return dg.SkipReason("nothing is indexed yet")
-    event = context.instance.get_latest_materialization_event(retrieval_evaluation.key)
+    event = context.instance.get_latest_materialization_event(evaluation_key)
     scored = None
     if event and event.asset_materialization:
         value = event.asset_materialization.metadata.get(GENERATION_KEY)

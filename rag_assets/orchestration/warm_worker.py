@@ -45,11 +45,10 @@ def _set_priority(nice: int) -> None:
 
 
 def warm_up() -> None:
-    from rag_assets.orchestration.definitions import defs
-    from rag_assets.orchestration.resources import EmbedderResource
+    from rag_assets.orchestration.definitions import DEFAULT, RESOURCES, defs
 
     defs.resolve_all_job_defs()
-    EmbedderResource().get()
+    RESOURCES["embedder"].get(DEFAULT.corpus.settings())
 
 
 def execute(run_id: str, instance_ref_json: str) -> int:

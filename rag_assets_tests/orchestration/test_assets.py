@@ -9,7 +9,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from rag_assets.config import Settings
 from rag_assets.orchestration.definitions import defs
-from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, index_audit, vector_index
+from rag_assets.orchestration.definitions import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, index_audit, vector_index
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
 from rag_assets.embedding import load_embedder
 from rag_assets.index.stage_store import StageStore

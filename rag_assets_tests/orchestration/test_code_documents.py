@@ -8,7 +8,7 @@ import sys
 
 import dagster as dg
 
-from rag_assets.orchestration.assets import documents_partitions
+from rag_assets.orchestration.definitions import documents_partitions
 from rag_assets.pipeline import RAGPipeline
 
 DOCS = [

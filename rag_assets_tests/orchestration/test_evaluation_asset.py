@@ -11,8 +11,8 @@ import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from rag_assets_tests.conftest import SAMPLE_EVAL_SET
-from rag_assets.orchestration.assets import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions
-from rag_assets.orchestration.evaluation import retrieval_evaluation, synthetic_eval_set
+from rag_assets.orchestration.definitions import (
+    PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
 
 RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
@@ -103,8 +103,7 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
 
 
 def _sensor_tick(instance, cursor=None):
-    from rag_assets.orchestration.definitions import defs
-    from rag_assets.orchestration.sensors import evaluation_sensor
+    from rag_assets.orchestration.definitions import defs, evaluation_sensor
 
     context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
     return evaluation_sensor.evaluate_tick(context)

@@ -8,9 +8,7 @@ import dagster as dg
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from rag_assets.orchestration.definitions import defs
-from rag_assets.orchestration.assets import documents_partitions
-from rag_assets.orchestration.sensors import docs_sensor
+from rag_assets.orchestration.definitions import defs, docs_sensor, documents_partitions
 
 PAST = time.time() - 3600  # files older than the settle window
 

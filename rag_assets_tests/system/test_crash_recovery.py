@@ -99,7 +99,7 @@ def expected_index(settings: Settings) -> dict[str, dict[str, str]]:
     from rag_assets.orchestration.resources import EmbedderResource
 
     if _SETUP is None:
-        _SETUP = chunking_setup(EmbedderResource())
+        _SETUP = chunking_setup(EmbedderResource(), settings)
     embedder, config, counter, _ = _SETUP
     out = {}
     for ref in discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes).documents:
