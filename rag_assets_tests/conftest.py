@@ -97,6 +97,7 @@ def state_env(root: Path) -> dict[str, str]:
         "RAG_CACHE_DIR": str(root / "cache"),
         "RAG_EVAL_DIR": str(root / "eval"),
         "RAG_EVAL_RESULTS_DIR": str(root / "eval_results"),
+        "RAG_CORPORA_DIR": str(root / "corpora"),
     }
 
 

@@ -1,4 +1,7 @@
-"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask, ui. Ingestion always runs through Dagster.
+"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask, corpora, ui. Ingestion always runs through Dagster.
+
+Every command works on one corpus (rag_assets.cli.corpora): `--corpus NAME`, or the one that owns
+the docs folder given; `rag ingest --docs-dir DIR` on a folder no corpus owns makes it a corpus of its own.
 
 Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration.
 """
@@ -30,7 +33,13 @@ apply_offline_defaults()  # before Dagster, Chroma, onnxruntime or ragas are imp
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks (also RAG_DEBUG=1)")
+    parser.add_argument("--corpus", metavar="NAME",
+                        help="the corpus to work on (default: the one that owns --docs-dir / RAG_DOCS_DIR, "
+                             "else `default`); `rag corpora` lists them")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("corpora", help="list the corpora: documents, chunks, last ingest and last evaluation")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("ingest", help="discover, chunk, embed and index every markdown file")
     p.add_argument("--docs-dir", help="docs folder (default: RAG_DOCS_DIR or data/docs)")
@@ -106,10 +115,22 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     debug = args.debug or os.environ.get("RAG_DEBUG", "").lower() in ("1", "true", "yes")
     try:
-        if getattr(args, "docs_dir", None):
-            os.environ["RAG_DOCS_DIR"] = str(Path(args.docs_dir).resolve())
-        if getattr(args, "collection", None):
-            os.environ["RAG_COLLECTION"] = args.collection
+        if args.command not in ("corpora", "ui"):
+            from rag_assets.cli.corpora import select_corpus
+
+            docs_dir = getattr(args, "docs_dir", None)
+            args.corpus = select_corpus(args.corpus, docs_dir, create=args.command in ("ingest", "ingest-doc"))
+            if args.corpus.is_default and docs_dir:
+                os.environ["RAG_DOCS_DIR"] = str(Path(docs_dir).resolve())
+            if getattr(args, "collection", None):
+                if not args.corpus.is_default:
+                    raise ConfigurationError(f"corpus {args.corpus.name} has its own collection; --collection "
+                                             "applies to the default corpus only")
+                os.environ["RAG_COLLECTION"] = args.collection
+        if args.command == "corpora":
+            from rag_assets.cli.corpora import run_corpora
+
+            return run_corpora(args)
         return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask,
                 "ui": ui.run}[args.command](args)
     except (ConfigurationError, FileNotFoundError) as exc:
@@ -181,11 +202,10 @@ def _print_summary(summary, as_json: bool) -> int:
 
 
 def _ingest(args) -> int:
-    from rag_assets.config import Settings
     from rag_assets.orchestration.noop_check import quick_noop
 
     started = time.perf_counter()
-    settings = Settings.from_env()  # validate configuration before any run starts
+    settings = args.corpus.settings()  # validate configuration before any run starts
     # nothing changed since the last full ingest? answered without importing Dagster (~2 s)
     summary = quick_noop(settings) if args.workers == 1 else None
     if summary is not None:
@@ -195,10 +215,11 @@ def _ingest(args) -> int:
         print(f"rag: no markdown files (*.md, *.mdx) under {settings.docs_dir}, and nothing is indexed yet: "
               "point --docs-dir (or RAG_DOCS_DIR) at the folder that holds your documents", file=sys.stderr)
         return EXIT_USAGE
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.orchestration.runs import corpus_definitions, ingest
 
     with _progress_bars(args):
-        summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers)
+        summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers,
+                         corpus=corpus_definitions(args.corpus.name))
     return _print_summary(summary, args.json)
 
 
@@ -216,10 +237,9 @@ def _nothing_to_index(settings) -> bool:
 
 
 def _ingest_doc(args) -> int:
-    from rag_assets.config import Settings
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.orchestration.runs import corpus_definitions, ingest
 
-    settings = Settings.from_env()
+    settings = args.corpus.settings()
     path = Path(args.path)
     candidate = path.resolve() if path.exists() else (settings.docs_dir / path).resolve()
     if not candidate.is_file():
@@ -232,7 +252,7 @@ def _ingest_doc(args) -> int:
 
         StageStore.for_settings(settings).forget_fingerprints([doc_path])
     with _progress_bars(args):
-        summary = ingest(only_doc_paths=[doc_path])
+        summary = ingest(only_doc_paths=[doc_path], corpus=corpus_definitions(args.corpus.name))
     if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
         summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, or refused)"})
         summary.documents_failed = len(summary.errors)
@@ -275,9 +295,9 @@ def _query(args) -> int:
         if not batch.is_file():
             print(f"rag: batch file not found: {batch}", file=sys.stderr)
             return EXIT_USAGE
-        return _query_batch(RAGPipeline.from_settings(), batch, args.mode, args.top_k, filters)
+        return _query_batch(RAGPipeline.from_settings(args.corpus.settings()), batch, args.mode, args.top_k, filters)
 
-    pipeline = RAGPipeline.from_settings()
+    pipeline = RAGPipeline.from_settings(args.corpus.settings())
     try:
         results = pipeline.search(args.text, args.mode, args.top_k, filters)
     except InvalidQueryError as exc:
@@ -359,7 +379,7 @@ def _ask(args) -> int:
         return EXIT_USAGE
     try:
         result = answer_question(args.question, args.chapter_context, args.max_sources, filters=filters_from_args(args),
-                                 selected_text=args.selected_text)
+                                 selected_text=args.selected_text, settings=args.corpus.settings())
     except InvalidQueryError as exc:
         print(f"rag: invalid question: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -390,7 +410,6 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
 
 
 def _evaluate(args) -> int:
-    from rag_assets.config import Settings
     from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
     from rag_assets.evaluation.test_set import is_test_set_json
     from rag_assets.orchestration.runs import evaluate
@@ -401,7 +420,7 @@ def _evaluate(args) -> int:
         if is_test_set_json(args.test_set):
             return _evaluate_test_set(args)
         args.eval_set = [*(args.eval_set or []), args.test_set]
-    settings = Settings.from_env()
+    settings = args.corpus.settings()
     try:
         corpora = parse_eval_corpora(settings.eval_corpora)
     except ValueError as exc:
@@ -415,7 +434,9 @@ def _evaluate(args) -> int:
     for path in args.eval_set or []:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such eval set: {path}")
-    outcome = evaluate(args.eval_set, args.top_k or None)
+    from rag_assets.orchestration.runs import corpus_definitions
+
+    outcome = evaluate(args.eval_set, args.top_k or None, corpus=corpus_definitions(args.corpus.name))
     if not outcome.success:
         print(f"rag: evaluation failed (run {outcome.run_id}): {outcome.error}", file=sys.stderr)
         return EXIT_PARTIAL
@@ -488,7 +509,7 @@ def _evaluate_test_set(args) -> int:
     k = args.top_k or 5
     if not _valid_count(k, "--top-k"):
         return EXIT_USAGE
-    pipeline = RAGPipeline.from_settings()
+    pipeline = RAGPipeline.from_settings(args.corpus.settings())
     report = score_test_set(loaded.questions, pipeline.search, RetrievalMode.names(), k)
     if args.json:
         print(json.dumps({**report, "errors": loaded.errors, "test_set": str(args.test_set)}, indent=2))

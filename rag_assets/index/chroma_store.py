@@ -361,3 +361,23 @@ def embedded_collection_id(path: Path, collection: str) -> str | None:
     except sqlite3.Error as exc:
         raise LookupError(f"unexpected Chroma layout in {db_file}: {exc}") from None
     return str(row[0]) if row else None
+
+
+def collection_count(settings) -> int | None:
+    """How many vectors the configured collection holds (0 when it does not exist; None when the
+    store cannot be read), without an embedder: for listings."""
+    try:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        if settings.chroma_host:
+            client = chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings)
+        elif not Path(settings.chroma_path).is_dir():
+            return 0
+        else:
+            client = chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
+        names = {getattr(c, "name", c) for c in client.list_collections()}
+        return client.get_collection(settings.collection).count() if settings.collection in names else 0
+    except Exception:  # noqa: BLE001 - a listing says "-" rather than failing
+        return None

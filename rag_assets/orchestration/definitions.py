@@ -29,7 +29,7 @@ enable_event_batching()
 RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: one set of objects per corpus
 class CorpusDefinitions:
     """One corpus's Dagster objects."""
 

@@ -19,6 +19,7 @@ stamp its runs.db with two alembic heads, and every later command fails.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import socket
@@ -41,7 +42,7 @@ from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
 
-from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinitions, defs as definitions
+from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinitions, build_corpus_definitions, project_definitions
 from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .assets import stale_now
@@ -84,12 +85,19 @@ def _lock_timeout() -> float:
 
 def corpus_definitions(name: str | None = None) -> CorpusDefinitions:
     """A corpus's Dagster objects by name (None: the default corpus)."""
+    from rag_assets.corpus import find_corpus
+
     if name is None:
         return DEFAULT
-    try:
-        return CORPORA[name]
-    except KeyError:
-        raise ConfigurationError(f"no corpus named {name!r}; known: {', '.join(sorted(CORPORA))}") from None
+    if name not in CORPORA:  # registered after this process loaded the definitions
+        CORPORA[name] = build_corpus_definitions(find_corpus(name))
+    return CORPORA[name]
+
+
+@functools.lru_cache(maxsize=None)
+def _asset_job(corpus: CorpusDefinitions) -> dg.JobDefinition:
+    """The job the CLI's in-process runs of one corpus's assets execute."""
+    return project_definitions([corpus]).resolve_implicit_global_asset_job_def()
 
 
 @contextmanager
@@ -139,12 +147,13 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, di
 
 def _execute(
     instance: dg.DagsterInstance,
+    corpus: CorpusDefinitions,
     selection,
     tags: dict[str, str] | None = None,
     partition_key: str | None = None,
     run_config: dict | None = None,
 ):
-    return definitions.resolve_implicit_global_asset_job_def().execute_in_process(
+    return _asset_job(corpus).execute_in_process(
         instance=instance,
         asset_selection=[a.key for a in selection],
         partition_key=partition_key,
@@ -166,9 +175,9 @@ def materialize_documents(
     per_document = corpus.ingestion.per_document
     for run in plan_runs(order, partition_keys, max_per_run):
         if run.first == run.last:  # one document: its own partition key (its metadata is its own)
-            yield 1, _execute(instance, per_document, partition_key=run.first)
+            yield 1, _execute(instance, corpus, per_document, partition_key=run.first)
         else:
-            yield len(run.keys), _execute(instance, per_document, tags=run.tags)
+            yield len(run.keys), _execute(instance, corpus, per_document, tags=run.tags)
 
 
 def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], stages: StageStore,
@@ -243,7 +252,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
     if ran_catalog:
         config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
-        catalog_run = _execute(instance, [document_catalog], run_config=config)
+        catalog_run = _execute(instance, corpus, [document_catalog], run_config=config)
         summary.run_ids.append(catalog_run.run_id)
         if not catalog_run.success:
             raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
@@ -439,7 +448,7 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None,
     selection = [evaluation.retrieval_evaluation.key]
     if not eval_sets:
         selection.insert(0, evaluation.synthetic_eval_set.key)
-    run = definitions.resolve_implicit_global_asset_job_def().execute_in_process(
+    run = _asset_job(corpus).execute_in_process(
         instance=instance,
         asset_selection=selection,
         run_config={"ops": {evaluation.retrieval_evaluation.op.name: {"config": config}}, **_console_logging()},

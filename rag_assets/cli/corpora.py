@@ -1,0 +1,109 @@
+"""Which corpus a `rag` command works on, and `rag corpora`.
+
+`--corpus NAME` picks one. Without it, the folder decides: `--docs-dir DIR` (or RAG_DOCS_DIR) names
+the default corpus's folder while the default index is empty or was built from DIR; a folder
+another corpus owns is that corpus; any other folder becomes a corpus of its own, named after it
+(`rag ingest` registers it), so pointing `rag` at a second folder never touches the first one's index.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from rag_assets.config import Settings
+from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_for, owner_of, register, registered
+from rag_assets.errors import ConfigurationError
+
+
+def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corpus:
+    """The corpus a command works on (see the module docstring); `create` registers a new one."""
+    base = Settings.from_env()
+    if name:
+        corpus = find_corpus(name, base)
+        if folder and corpus.docs_dir is not None and Path(folder).resolve() != Path(corpus.docs_dir):
+            raise ConfigurationError(f"corpus {name} indexes {corpus.docs_dir}, not {Path(folder).resolve()}")
+        return corpus
+    if folder is None and not os.environ.get("RAG_DOCS_DIR"):
+        return Corpus()
+    target = Path(folder).expanduser().resolve() if folder else base.docs_dir
+    others = registered(base.corpora_dir)
+    owner = owner_of(target, others)
+    if owner is not None:
+        return owner
+    if _default_holds(base, target):
+        return Corpus()
+    if not create:
+        return Corpus()
+    corpus = new_corpus_for(target, base.corpora_dir, [DEFAULT_CORPUS, *(c.name for c in others)])
+    register(corpus, base.corpora_dir)
+    print(f"rag: {target} is a new corpus, {corpus.name!r} (its own collection and state under "
+          f"{base.corpora_dir / corpus.name}); the index of {_default_folder(base)} is left as it is. "
+          f"Query it with `rag --corpus {corpus.name} query ...`", file=sys.stderr)
+    return corpus
+
+
+def _default_holds(base: Settings, target: Path) -> bool:
+    """The default corpus is empty, or indexes `target` already."""
+    from rag_assets.index.stage_store import StageStore
+
+    catalog = StageStore.for_settings(base).read_catalog()
+    return catalog is None or not catalog.documents or Path(catalog.docs_dir).resolve() == target
+
+
+def _default_folder(base: Settings) -> str:
+    from rag_assets.index.stage_store import StageStore
+
+    catalog = StageStore.for_settings(base).read_catalog()
+    return str(catalog.docs_dir) if catalog is not None else str(base.docs_dir)
+
+
+def corpus_rows() -> list[dict]:
+    """Every corpus with what it holds: documents, chunks, last ingest and last evaluation."""
+    import dagster as dg
+
+    from rag_assets.index.chroma_store import collection_count
+    from rag_assets.index.stage_store import StageStore
+    from rag_assets.orchestration.definitions import CORPORA
+    from rag_assets.orchestration.runs import get_instance
+
+    instance = get_instance()
+    rows = []
+    for name, defs in CORPORA.items():
+        settings = defs.corpus.settings()
+        catalog = StageStore.for_settings(settings).read_catalog()
+
+        def last(asset) -> str | None:
+            event = instance.get_latest_materialization_event(asset.key)
+            if event is None:
+                return None
+            import datetime as _dt
+
+            return _dt.datetime.fromtimestamp(event.timestamp, _dt.timezone.utc).isoformat(timespec="seconds")
+
+        rows.append({
+            "name": name,
+            "docs_dir": str(catalog.docs_dir if catalog is not None else settings.docs_dir),
+            "collection": settings.collection,
+            "documents": len(catalog.documents) if catalog is not None else 0,
+            "chunks": collection_count(settings),
+            "last_ingest": last(defs.ingestion.vector_index),
+            "last_evaluation": last(defs.evaluation.retrieval_evaluation),
+            "assets": dg.AssetKey([*defs.ingestion.names.prefix, "vector_index"]).to_user_string(),
+        })
+    return rows
+
+
+def run_corpora(args) -> int:
+    import json
+
+    rows = corpus_rows()
+    if args.json:
+        print(json.dumps({"corpora": rows}, indent=2))
+        return 0
+    print(f"{'corpus':16} {'documents':>9} {'chunks':>7}  {'last ingest':25} {'last evaluation':25} folder")
+    for r in rows:
+        print(f"{r['name']:16} {r['documents']:>9} {r['chunks'] if r['chunks'] is not None else '-':>7}  "
+              f"{r['last_ingest'] or '-':25} {r['last_evaluation'] or '-':25} {r['docs_dir']}")
+    return 0

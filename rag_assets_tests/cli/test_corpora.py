@@ -1,0 +1,111 @@
+"""A second folder after the first: `rag ingest --docs-dir` (or RAG_DOCS_DIR) on a folder no corpus
+owns makes it a corpus of its own, and the first corpus's index is left exactly as it was."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rag_assets.config import Settings
+from rag_assets_tests.conftest import write_corpus
+
+OTHER_DOCS = {
+    "rules/movement.md": "# Movement\n\n## Difficult terrain\n\nA unit moving through difficult terrain spends two "
+                         "inches of movement for every inch it moves, and may not run or charge that turn.\n",
+    "rules/shooting.md": "# Shooting\n\n## Line of sight\n\nA model can shoot a target only if it can draw an "
+                         "unobstructed line from its eyes to any part of the target model's body.\n",
+}
+
+
+def rag(*args, env=None, codes=(0,)):
+    proc = subprocess.run([sys.executable, "-m", "rag_assets", *args], capture_output=True, text=True,
+                          env=env or os.environ.copy(), timeout=600)
+    assert proc.returncode in codes, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def as_json(proc):
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def env(rag_env, dagster_home):
+    return rag_env
+
+
+def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env):
+    first = as_json(rag("ingest", "--json"))
+    assert first["documents_processed"] == 3
+    default_before = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}["default"]
+    other = write_corpus(env / "Rule Book", OTHER_DOCS)
+
+    made = rag("ingest", "--docs-dir", str(other), "--json")
+    report = json.loads(made.stdout)
+    assert report["documents_processed"] == 2 and report["documents_failed"] == 0
+    assert "'rule_book'" in made.stderr and "left as it is" in made.stderr
+
+    corpora = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}
+    assert set(corpora) == {"default", "rule_book"}
+    assert corpora["default"]["documents"] == 3 and corpora["default"]["chunks"] == default_before["chunks"] > 0
+    assert corpora["rule_book"]["documents"] == 2 and corpora["rule_book"]["chunks"] > 0
+    assert corpora["rule_book"]["docs_dir"] == str(other.resolve())
+    assert corpora["rule_book"]["assets"] == "rule_book/vector_index" and corpora["rule_book"]["last_ingest"]
+
+    # a query goes to one corpus only
+    theirs = as_json(rag("--corpus", "rule_book", "query", "How far can a unit move in difficult terrain?", "--json"))
+    assert theirs["results"] and {r["doc_path"] for r in theirs["results"]} <= set(OTHER_DOCS)
+    ours = as_json(rag("query", "How far can a unit move in difficult terrain?", "--json"))
+    assert not {r["doc_path"] for r in ours["results"]} & set(OTHER_DOCS)
+
+    # the folder keeps its corpus: RAG_DOCS_DIR pointing at it finds it, nothing to do
+    again = as_json(rag("ingest", "--json", env={**os.environ, "RAG_DOCS_DIR": str(other)}))
+    assert again["documents_unchanged"] == 2 and again["documents_processed"] == 0
+    # and the default corpus is as it was: nothing to do either
+    assert as_json(rag("ingest", "--json"))["documents_unchanged"] == 3
+
+
+def test_each_corpus_is_guarded_against_its_own_folder_emptying(env):
+    rag("ingest", "--json")
+    other = write_corpus(env / "faq", {f"q{i}.md": f"# Question {i}\n\nAnswer number {i} explains topic {i} "
+                                                   "in enough words to make a chunk." for i in range(3)})
+    rag("ingest", "--docs-dir", str(other), "--json")
+    for page in other.glob("*.md"):
+        page.unlink()
+    refused = rag("ingest", "--docs-dir", str(other), "--json", codes=(1,))
+    assert "refusing" in refused.stderr
+    corpora = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}
+    assert corpora["faq"]["chunks"] > 0 and corpora["default"]["documents"] == 3
+
+
+def test_a_first_folder_on_a_fresh_index_is_the_default_corpus(env):
+    other = write_corpus(env / "mine", OTHER_DOCS)
+    made = rag("ingest", "--docs-dir", str(other), "--json")
+    assert json.loads(made.stdout)["documents_processed"] == 2 and "new corpus" not in made.stderr
+    assert [c["name"] for c in as_json(rag("corpora", "--json"))["corpora"]] == ["default"]
+
+
+def test_unknown_corpus_is_a_usage_error_naming_the_known_ones(env):
+    proc = rag("--corpus", "nope", "query", "anything", codes=(2,))
+    assert "no corpus named 'nope'" in proc.stderr and "default" in proc.stderr
+
+
+def test_the_code_location_shows_a_registered_corpus_as_its_own_group(env):
+    rag("ingest", "--json")
+    other = write_corpus(env / "rules", OTHER_DOCS)
+    rag("ingest", "--docs-dir", str(other), "--json")
+    code = ("from rag_assets.orchestration.definitions import defs\n"
+            "g = defs.resolve_asset_graph()\n"
+            "keys = {k.to_user_string() for k in g.get_all_asset_keys()}\n"
+            "assert {'vector_index', 'rules/vector_index', 'rules/retrieval_evaluation'} <= keys, keys\n"
+            "assert g.get(__import__('dagster').AssetKey(['rules', 'vector_index'])).group_name == 'rules'\n"
+            "names = {s.name for s in defs.sensors}\n"
+            "assert {'docs_sensor', 'rules__docs_sensor', 'rules__evaluation_sensor'} <= names, names\n"
+            "defs.resolve_job_def('rules__ingest_documents')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy(), timeout=300)
+    shutil.rmtree(Settings.from_env().corpora_dir / "rules")  # unregistered: gone from the location
+    code = ("from rag_assets.orchestration.definitions import defs\n"
+            "assert 'rules/vector_index' not in {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy(), timeout=300)
