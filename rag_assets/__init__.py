@@ -10,6 +10,7 @@ import importlib
 
 _LAZY = {
     "defs": "rag_assets.orchestration.definitions",
+    "MarkdownCorpus": "rag_assets.orchestration.component",
     "load_embedder": "rag_assets.embedding",
     "Settings": "rag_assets.config",
     "Retriever": "rag_assets.retrieval.retriever",
@@ -32,9 +33,10 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    # Only `defs` is listed: Dagster's module loader getattr()s every listed name, and should not
-    # import the retrieval stack just to find the Definitions.
-    return sorted(set(globals()) | {"defs"})
+    # Only `defs` and the component are listed: Dagster's module loader getattr()s every listed name,
+    # and should not import the retrieval stack just to find the Definitions; `dg` finds
+    # MarkdownCorpus here (the package is its registry module).
+    return sorted(set(globals()) | {"defs", "MarkdownCorpus"})
 
 
 __all__ = sorted(_LAZY)

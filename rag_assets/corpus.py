@@ -7,7 +7,7 @@ collection, state folder, eval sets and results, all under `RAG_CORPORA_DIR/<nam
 environment fills in the rest (model, chunk sizes, ...), so one corpus can never delete or change
 another's index. Its Dagster assets are prefixed with its name (`my_docs/document_chunks`).
 
-Corpora come from two places: Dagster components (`rag_assets.MarkdownCorpus` in a defs folder) and
+Corpora come from two places: Dagster components (`rag_assets.MarkdownCorpus` in the project's corpora folder, rag_assets/corpora) and
 folders indexed with `rag ingest --docs-dir DIR`, which registers the folder as a corpus of its own
 (a `corpus.json` under `RAG_CORPORA_DIR/<name>/`) when no corpus owns it yet.
 """
@@ -121,12 +121,13 @@ def new_corpus_for(folder: Path, corpora_dir: Path, taken: Iterable[str]) -> Cor
     return Corpus.named(name, folder, corpora_dir)
 
 
-def find_corpus(name: str | None, base: Settings | None = None) -> Corpus:
-    """A corpus by name: None or `default` is the project's own, any other a registered one."""
+def find_corpus(name: str | None, base: Settings | None = None, known: Iterable[Corpus] | None = None) -> Corpus:
+    """A corpus by name: None or `default` is the project's own, any other one of `known` (default:
+    the registered ones)."""
     if name in (None, "", DEFAULT_CORPUS):
         return Corpus()
     base = base or Settings.from_env()
-    known = registered(base.corpora_dir)
+    known = list(registered(base.corpora_dir) if known is None else known)
     found = next((c for c in known if c.name == name), None)
     if found is None:
         names = ", ".join([DEFAULT_CORPUS, *(c.name for c in known)])

@@ -82,8 +82,10 @@ class RAGPipeline:
         (rag_assets.corpus; its own collection and state) when `corpus` is given."""
         if corpus is not None:
             from rag_assets.corpus import find_corpus
+            from rag_assets.orchestration.component import known_corpora
 
-            settings = find_corpus(corpus, settings).settings()
+            base = settings or Settings.from_env()
+            settings = find_corpus(corpus, base, known_corpora(base.corpora_dir)).settings()
         settings = settings or Settings.from_env()
         try:
             retriever = Retriever.from_settings(settings)

@@ -13,22 +13,24 @@ import sys
 from pathlib import Path
 
 from rag_assets.config import Settings
-from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_for, owner_of, register, registered
+from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_for, owner_of, register
 from rag_assets.errors import ConfigurationError
 
 
 def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corpus:
     """The corpus a command works on (see the module docstring); `create` registers a new one."""
     base = Settings.from_env()
+    if name in (None, DEFAULT_CORPUS) and folder is None and not os.environ.get("RAG_DOCS_DIR"):
+        return Corpus()  # no need to look at the project's components
+    from rag_assets.orchestration.component import known_corpora
+
+    others = known_corpora(base.corpora_dir)
     if name:
-        corpus = find_corpus(name, base)
+        corpus = find_corpus(name, base, others)
         if folder and corpus.docs_dir is not None and Path(folder).resolve() != Path(corpus.docs_dir):
             raise ConfigurationError(f"corpus {name} indexes {corpus.docs_dir}, not {Path(folder).resolve()}")
         return corpus
-    if folder is None and not os.environ.get("RAG_DOCS_DIR"):
-        return Corpus()
     target = Path(folder).expanduser().resolve() if folder else base.docs_dir
-    others = registered(base.corpora_dir)
     owner = owner_of(target, others)
     if owner is not None:
         return owner

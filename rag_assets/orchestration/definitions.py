@@ -18,7 +18,8 @@ from rag_assets.errors import ConfigurationError
 from .assets import IngestionAssets, build_ingestion_assets
 from .evaluation import EvaluationAssets, build_evaluation_assets
 from .event_log import enable_event_batching
-from .resources import EmbedderResource, VectorStoreResource
+from .component import component_corpora
+from .resources import project_resources
 from .schedules import build_nightly_reconcile
 from .sensors import build_docs_sensor, build_evaluation_sensor
 
@@ -26,7 +27,7 @@ from .sensors import build_docs_sensor, build_evaluation_sensor
 # batching event-log storage of dagster.yaml then writes each batch in one transaction.
 enable_event_batching()
 
-RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+RESOURCES = project_resources()
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: one set of objects per corpus
@@ -87,8 +88,21 @@ def registered_corpora() -> list[Corpus]:
         return []
 
 
-DEFAULT = build_corpus_definitions(Corpus())
-CORPORA = {c.corpus.name: c for c in [DEFAULT, *map(build_corpus_definitions, registered_corpora())]}
+def load_corpora() -> dict[str, CorpusDefinitions]:
+    """Every corpus of the project: the defs folder's components (the default one among them), then
+    the folders registered by `rag ingest --docs-dir`. Names are unique."""
+    corpora: dict[str, Corpus] = {}
+    for corpus in [*component_corpora(), *registered_corpora()]:
+        if corpus.name in corpora:
+            raise ConfigurationError(f"two corpora are named {corpus.name!r}: {corpora[corpus.name].docs_dir} and "
+                                     f"{corpus.docs_dir}")
+        corpora[corpus.name] = corpus
+    corpora.setdefault(Corpus().name, Corpus())  # the project's own corpus, declared or not
+    return {name: build_corpus_definitions(c) for name, c in sorted(corpora.items(), key=lambda kv: kv[0] != "default")}
+
+
+CORPORA = load_corpora()
+DEFAULT = CORPORA[Corpus().name]
 defs = project_definitions(list(CORPORA.values()))
 
 # the default corpus's objects by their plain names

@@ -102,3 +102,8 @@ class VectorStoreResource(dg.ConfigurableResource):
         lock = store_writer_lock(self.settings(base))
         with lock if lock is not None else nullcontext():
             yield self.open(embedder, base)
+
+
+def project_resources() -> dict[str, dg.ConfigurableResource]:
+    """The resources every corpus's assets use, under the keys they ask for."""
+    return {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}

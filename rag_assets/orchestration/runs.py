@@ -87,10 +87,13 @@ def corpus_definitions(name: str | None = None) -> CorpusDefinitions:
     """A corpus's Dagster objects by name (None: the default corpus)."""
     from rag_assets.corpus import find_corpus
 
+    from .component import known_corpora
+
     if name is None:
         return DEFAULT
     if name not in CORPORA:  # registered after this process loaded the definitions
-        CORPORA[name] = build_corpus_definitions(find_corpus(name))
+        base = DEFAULT.corpus.settings()
+        CORPORA[name] = build_corpus_definitions(find_corpus(name, base, known_corpora(base.corpora_dir)))
     return CORPORA[name]
 
 

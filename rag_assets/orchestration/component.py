@@ -1,0 +1,109 @@
+"""`rag_assets.MarkdownCorpus`: a corpus as a Dagster Component.
+
+    dg scaffold defs rag_assets.MarkdownCorpus fastapi_docs
+
+writes `rag_assets/corpora/fastapi_docs/defs.yaml`; set its `docs_dir` and the project has a second
+corpus: its own asset group (`fastapi_docs/document_chunks`, ...), partitions, job, sensors, schedule,
+collection and state (rag_assets.corpus). Values may use Dagster's templating, e.g.
+`embedding_model: "{{ env.MY_MODEL }}"`; secrets (OPENAI_API_KEY) stay in the environment.
+
+The project's own corpus is the component named `default` (rag_assets/corpora/default): its settings are
+the environment's (rag_assets.config), so RAG_DOCS_DIR & co. work as they always have.
+
+The corpus's assets need the `embedder` and `vector_store` resources, which a project defines once
+for all its corpora (rag_assets/corpora/resources.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
+
+from rag_assets.corpus import DEFAULT_CORPUS, Corpus
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# the Settings fields a component may set, besides its name and folder
+SETTINGS_FIELDS = ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "chunk_overlap_tokens",
+                   "embedder", "embedding_model", "required_metadata", "doc_types", "default_doc_type",
+                   "index_snippets", "documents_per_run", "sensor_interval_seconds", "evaluation_interval_seconds",
+                   "eval_min_hybrid_recall_at_5", "retrieval_mode")
+
+
+class MarkdownCorpusScaffolder(dg.Scaffolder):
+    """defs.yaml with the one setting a corpus needs: its folder (data/<name> until you point it elsewhere)."""
+
+    def scaffold(self, request: ScaffoldRequest) -> None:
+        dg.scaffold_component(request, {"docs_dir": f"data/{Path(request.target_path).name}"})
+
+
+@scaffold_with(MarkdownCorpusScaffolder)
+class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
+    """A folder of markdown as an evaluated, always-current retrieval index: discovery, parsing,
+    heading-aware chunks, embeddings, a Chroma collection and a keyword index of its own, a sensor
+    that follows the folder, a nightly reconcile and an evaluation asset."""
+
+    docs_dir: str | None = None  # the folder (relative to the project root); required but for `default`
+    name: str | None = None  # the corpus name (asset key prefix, group); default: this component's folder name
+    chunk_min_tokens: int | None = None
+    chunk_target_tokens: int | None = None
+    chunk_max_tokens: int | None = None
+    chunk_overlap_tokens: int | None = None
+    embedder: str | None = None  # "local" | "openai"
+    embedding_model: str | None = None
+    required_metadata: str | None = None  # frontmatter keys every document must have: "source,doc_type"
+    doc_types: str | None = None
+    default_doc_type: str | None = None
+    index_snippets: bool | None = None
+    documents_per_run: int | None = None
+    sensor_interval_seconds: int | None = None
+    evaluation_interval_seconds: int | None = None
+    eval_min_hybrid_recall_at_5: float | None = None
+    retrieval_mode: str | None = None
+
+    def corpus(self, component_path: Path, project_root: Path) -> Corpus:
+        """The corpus this component declares (component_path: its defs folder)."""
+        from rag_assets.config import Settings
+
+        name = self.name or Path(component_path).name
+        chosen = {f: getattr(self, f) for f in SETTINGS_FIELDS if getattr(self, f) is not None}
+        if name == DEFAULT_CORPUS:
+            if self.docs_dir or chosen:
+                raise dg.DagsterInvalidDefinitionError(
+                    f"{component_path}: the default corpus takes its settings from the environment "
+                    "(RAG_DOCS_DIR, ...); declare another corpus for a folder with settings of its own")
+            return Corpus()
+        if not self.docs_dir:
+            raise dg.DagsterInvalidDefinitionError(f"{component_path}/defs.yaml: corpus {name} needs a docs_dir")
+        docs_dir = Path(self.docs_dir).expanduser()
+        docs_dir = docs_dir if docs_dir.is_absolute() else Path(project_root) / docs_dir
+        corpora_dir = Settings.from_env().corpora_dir
+        return Corpus.named(name, docs_dir, corpora_dir, **chosen)
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        from rag_assets.orchestration.definitions import build_corpus_definitions
+
+        return build_corpus_definitions(self.corpus(context.path, context.project_root)).definitions()
+
+
+def component_corpora(project_root: Path = PROJECT_ROOT) -> list[Corpus]:
+    """The corpora declared as `rag_assets.MarkdownCorpus` components in the project's defs folder
+    (none when the package runs outside its project, e.g. installed from a wheel)."""
+    if not (project_root / "pyproject.toml").is_file():
+        return []
+    from dagster.components.core.component_tree import ComponentTree
+
+    tree = ComponentTree.for_project(project_root)
+    found = []
+    for loc, decl in tree._component_decl_tree().items():  # noqa: SLF001 - the component's folder is its name
+        if isinstance(decl.component_type, type) and issubclass(decl.component_type, MarkdownCorpus):
+            found.append(tree.load_component(loc).corpus(Path(loc.file_path_posix), project_root))
+    return found
+
+
+def known_corpora(corpora_dir: Path) -> list[Corpus]:
+    """Every named corpus: the project's components, then the folders registered by `rag ingest --docs-dir`."""
+    from rag_assets.corpus import registered
+
+    return [c for c in [*component_corpora(), *registered(corpora_dir)] if not c.is_default]

@@ -1,0 +1,140 @@
+"""`rag_assets.MarkdownCorpus` as any Dagster user meets it: `dg scaffold defs` in a project of their
+own, a docs folder set in defs.yaml, `dg check defs`, then the corpus's assets materialized on a real
+instance and its index queried."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rag_assets.corpus import Corpus
+from rag_assets.errors import ConfigurationError
+from rag_assets.orchestration.component import MarkdownCorpus
+from rag_assets_tests.conftest import subprocess_env, write_corpus
+
+DG = str(Path(sys.executable).parent / "dg")
+DOCS = {"rules/movement.md": "# Movement\n\n## Difficult terrain\n\nA unit that crosses difficult terrain spends two "
+                             "inches of movement for every inch it moves, and may not run or charge that turn.\n",
+        "rules/morale.md": "# Morale\n\n## Breaking\n\nA unit that loses half its models in one turn takes a morale "
+                           "test; if it fails, it flees toward the nearest table edge.\n"}
+
+
+def user_project(root: Path) -> Path:
+    """A Dagster project with a defs folder, as `create-dagster project` lays it out."""
+    root.mkdir(parents=True)
+    (root / "pyproject.toml").write_text(textwrap.dedent("""
+        [project]
+        name = "userproj"
+        version = "0.0.1"
+
+        [tool.dg]
+        directory_type = "project"
+
+        [tool.dg.project]
+        root_module = "userproj"
+        defs_module = "userproj.defs"
+    """))
+    (root / "userproj" / "defs").mkdir(parents=True)
+    (root / "userproj" / "__init__.py").write_text("")
+    (root / "userproj" / "defs" / "__init__.py").write_text("")
+    (root / "userproj" / "definitions.py").write_text(textwrap.dedent("""
+        from pathlib import Path
+        import dagster as dg
+
+        @dg.definitions
+        def defs():
+            return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
+    """))
+    # the resources every corpus's assets use, defined once (as rag_assets/corpora/resources.py does)
+    (root / "userproj" / "defs" / "resources.py").write_text(textwrap.dedent("""
+        import dagster as dg
+        from rag_assets.orchestration.resources import project_resources
+
+        @dg.definitions
+        def resources():
+            return dg.Definitions(resources=project_resources(), executor=dg.in_process_executor)
+    """))
+    write_corpus(root / "handbook_docs", DOCS)
+    return root
+
+
+def run(args, cwd, env, timeout=300):
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_scaffolded_corpus_component_loads_materializes_and_answers(tmp_path):
+    project = user_project(tmp_path / "proj")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    env = subprocess_env(tmp_path, PYTHONPATH=str(project), DAGSTER_HOME=str(home))
+
+    run([DG, "scaffold", "defs", "rag_assets.MarkdownCorpus", "handbook"], project, env)
+    defs_yaml = project / "userproj" / "defs" / "handbook" / "defs.yaml"
+    text = defs_yaml.read_text()
+    assert "type: rag_assets.MarkdownCorpus" in text and "docs_dir: data/handbook" in text
+    defs_yaml.write_text(text.replace("docs_dir: data/handbook", "docs_dir: handbook_docs\n  chunk_target_tokens: 120"))
+    assert "All definitions loaded successfully" in run([DG, "check", "defs"], project, env).stdout
+
+    script = textwrap.dedent("""
+        import json
+        from pathlib import Path
+        import dagster as dg
+        from rag_assets.orchestration.component import MarkdownCorpus
+        from rag_assets.pipeline import RAGPipeline
+
+        root = Path.cwd()
+        defs = dg.load_from_defs_folder(project_root=root)
+        graph = defs.resolve_asset_graph()
+        keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys())
+        assert graph.get(dg.AssetKey(["handbook", "vector_index"])).group_name == "handbook"
+        job = defs.resolve_implicit_global_asset_job_def()
+        instance = dg.DagsterInstance.get()
+        assert job.execute_in_process(instance=instance,
+                                      asset_selection=[dg.AssetKey(["handbook", "document_catalog"])]).success
+        per_document = [dg.AssetKey(["handbook", n]) for n in
+                        ("parsed_documents", "markdown_blocks", "document_chunks", "chunk_embeddings", "vector_index")]
+        for key in instance.get_dynamic_partitions("handbook__documents"):
+            assert job.execute_in_process(instance=instance, asset_selection=per_document, partition_key=key).success
+        component = dg.ComponentTree.for_project(root).load_component("handbook")
+        settings = component.corpus(root / "userproj/defs/handbook", root).settings()
+        hits = RAGPipeline.from_settings(settings).search("What happens in difficult terrain?", top_k=3)
+        print(json.dumps({"keys": keys, "collection": settings.collection, "target": settings.chunk_target_tokens,
+                          "docs_dir": str(settings.docs_dir), "top": hits[0].doc_path,
+                          "sensors": sorted(s.name for s in defs.sensors)}))
+    """)
+    out = run([sys.executable, "-c", script], project, env, timeout=600).stdout
+    import json
+
+    got = json.loads(out.strip().splitlines()[-1])
+    assert {"handbook/document_catalog", "handbook/vector_index", "handbook/retrieval_evaluation"} <= set(got["keys"])
+    assert got["collection"] == "handbook_chunks" and got["target"] == 120
+    assert got["docs_dir"] == str((project / "handbook_docs").resolve())
+    assert got["top"] == "rules/movement.md"
+    assert got["sensors"] == ["handbook__docs_sensor", "handbook__evaluation_sensor"]
+
+
+def test_the_project_declares_its_own_corpus_as_the_default_component():
+    from rag_assets.orchestration.definitions import component_corpora
+
+    assert Corpus() in component_corpora()
+
+
+def test_component_settings_and_their_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_CORPORA_DIR", str(tmp_path / "corpora"))
+    monkeypatch.setenv("RAG_CHUNK_TARGET_TOKENS", "90")
+    corpus = MarkdownCorpus(docs_dir="docs/faq", chunk_max_tokens=180).corpus(tmp_path / "defs" / "faq", tmp_path)
+    settings = corpus.settings()
+    assert corpus.name == "faq" and settings.docs_dir == (tmp_path / "docs" / "faq").resolve()
+    assert settings.chunk_max_tokens == 180 and settings.chunk_target_tokens == 90  # the environment fills the rest
+    assert settings.state_dir == (tmp_path / "corpora" / "faq" / "state")
+    with pytest.raises(Exception, match="needs a docs_dir"):
+        MarkdownCorpus().corpus(tmp_path / "defs" / "faq", tmp_path)
+    with pytest.raises(Exception, match="from the environment"):
+        MarkdownCorpus(docs_dir="x").corpus(tmp_path / "defs" / "default", tmp_path)
+    with pytest.raises(ConfigurationError, match="corpus name"):
+        MarkdownCorpus(docs_dir="x", name="Bad-Name").corpus(tmp_path / "defs" / "x", tmp_path)
