@@ -73,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=5, help=f"results per question, 1-{MAX_TOP_K} (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--collection", help="the Chroma collection to search (default: RAG_COLLECTION or rag_chunks)")
+    p.add_argument("--corpus", dest="query_corpora", action="append", metavar="NAME",
+                   help="search this corpus (repeat it to search several at once, one ranking with comparable scores)")
     add_filter_arguments(p)
 
     p = sub.add_parser(
@@ -115,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     debug = args.debug or os.environ.get("RAG_DEBUG", "").lower() in ("1", "true", "yes")
     try:
+        across = list(dict.fromkeys([*([args.corpus] if args.corpus else []), *(getattr(args, "query_corpora", None) or [])]))
+        if args.command == "query" and len(across) > 1:
+            return _query_across(args, across)
+        if across:
+            args.corpus = across[0]
         if args.command not in ("corpora", "ui"):
             from rag_assets.cli.corpora import select_corpus
 
@@ -327,6 +334,56 @@ def _query(args) -> int:
         elif not meets:
             print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
                   "the indexed documents probably do not answer this)")
+    return EXIT_OK
+
+
+def _query_across(args, names: list[str]) -> int:
+    """One question over several corpora: one ranking whose scores compare (rag_assets.retrieval.across)."""
+    from rag_assets.config import Settings
+    from rag_assets.corpus import find_corpus
+    from rag_assets.errors import InvalidQueryError
+    from rag_assets.orchestration.component import known_corpora
+    from rag_assets.pipeline import RAGPipeline
+    from rag_assets.retrieval.across import merge_rankings
+
+    if args.text is None or args.batch is not None:
+        print("rag: a query over several corpora takes one question (no --batch)", file=sys.stderr)
+        return EXIT_USAGE
+    if not _valid_count(args.top_k, "--top-k"):
+        return EXIT_USAGE
+    if args.collection:
+        raise ConfigurationError("--collection does not go with several --corpus: each corpus has its own")
+    try:
+        filters = filters_from_args(args)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    base = Settings.from_env()
+    known = known_corpora(base.corpora_dir)
+    pipelines = {name: RAGPipeline.from_settings(find_corpus(name, base, known).settings()) for name in names}
+    try:
+        rankings = {name: p.search(args.text, args.mode, args.top_k, filters) for name, p in pipelines.items()}
+    except InvalidQueryError as exc:
+        print(f"rag: invalid query: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    models = {p.settings.model_name for p in pipelines.values()}
+    merged = merge_rankings(rankings, args.top_k, same_model=len(models) == 1)
+    mode = RetrievalMode.parse(args.mode, base.retrieval_mode)
+    if args.json:
+        print(json.dumps({
+            "query": args.text, "mode": mode, "filters": filters, "corpora": names,
+            "confidence": {name: round(h, 6) for name, h in
+                           {hit.corpus: hit.confidence for hit in merged}.items()},
+            "results": [{**hit.result.as_dict(), "corpus": hit.corpus, "score": round(hit.score, 6),
+                         "corpus_score": round(float(hit.result.score), 6)} for hit in merged],
+        }, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for rank, hit in enumerate(merged, 1):
+        r = hit.result
+        print(f"{rank}. [{hit.score:.4f}] {hit.corpus}: {r.doc_path} — {r.heading_breadcrumb or r.section}")
+        print(f"   {' '.join(r.text.split())[:240]}")
+    if not merged:
+        print("no results (are the corpora indexed? `rag corpora`)")
     return EXIT_OK
 
 

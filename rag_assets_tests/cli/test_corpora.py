@@ -60,6 +60,18 @@ def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env)
     ours = as_json(rag("query", "How far can a unit move in difficult terrain?", "--json"))
     assert not {r["doc_path"] for r in ours["results"]} & set(OTHER_DOCS)
 
+    # both at once: one ranking, the corpus that answers first, each result naming its corpus
+    both = as_json(rag("query", "--corpus", "default", "--corpus", "rule_book",
+                       "How far can a unit move in difficult terrain?", "--json"))
+    assert both["corpora"] == ["default", "rule_book"]
+    assert both["results"][0]["corpus"] == "rule_book" and both["results"][0]["doc_path"] == "rules/movement.md"
+    assert {r["corpus"] for r in both["results"]} <= {"default", "rule_book"}
+    scores = [r["score"] for r in both["results"]]
+    assert scores == sorted(scores, reverse=True)
+    other_way = as_json(rag("query", "--corpus", "rule_book", "--corpus", "default",
+                            "What HTTP status comes back when I exceed the requests per minute?", "--json"))
+    assert other_way["results"][0]["corpus"] == "default" and other_way["results"][0]["doc_path"] == "rate-limits.md"
+
     # the folder keeps its corpus: RAG_DOCS_DIR pointing at it finds it, nothing to do
     again = as_json(rag("ingest", "--json", env={**os.environ, "RAG_DOCS_DIR": str(other)}))
     assert again["documents_unchanged"] == 2 and again["documents_processed"] == 0
