@@ -2,8 +2,11 @@
 
 `--corpus NAME` picks one. Without it, the folder decides: `--docs-dir DIR` (or RAG_DOCS_DIR) names
 the default corpus's folder while the default index is empty or was built from DIR; a folder
-another corpus owns is that corpus; any other folder becomes a corpus of its own, named after it
-(`rag ingest` registers it), so pointing `rag` at a second folder never touches the first one's index.
+another corpus owns is that corpus; any other folder of markdown becomes a corpus of its own, named
+after it (`rag ingest` registers it), so pointing `rag` at a second folder never touches the first
+one's index. An empty or missing folder is no corpus: it stays the default corpus's to refuse.
+`--corpus default --docs-dir DIR` moves the default corpus to DIR (the deletion guard asks for
+`--allow-mass-delete` before its old documents go).
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
         return owner
     if _default_holds(base, target):
         return Corpus()
-    if not create:
+    if not create or not _holds_markdown(target):
+        # an empty or missing folder is no corpus: the default corpus's checks answer it (the
+        # missing-folder message, or the deletion guard)
         return Corpus()
     corpus = new_corpus_for(target, base.corpora_dir, [DEFAULT_CORPUS, *(c.name for c in others)])
     register(corpus, base.corpora_dir)
@@ -52,6 +57,16 @@ def _default_holds(base: Settings, target: Path) -> bool:
 
     catalog = StageStore.for_settings(base).read_catalog()
     return catalog is None or not catalog.documents or Path(catalog.docs_dir).resolve() == target
+
+
+def _holds_markdown(folder: Path) -> bool:
+    from rag_assets.ingest.discovery import iter_markdown_files
+
+    try:
+        paths, _refused = iter_markdown_files(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return bool(paths)
 
 
 def _default_folder(base: Settings) -> str:

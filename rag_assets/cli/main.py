@@ -105,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=0, help="results retrieved per question (default RAG_EVAL_TOP_K=10)")
     p.add_argument("--json", action="store_true", help="print the metrics (mode -> metric -> value) and per-question rows")
 
+    for name, command in sub.choices.items():
+        if name not in ("query", "corpora", "ui"):  # `rag query --corpus` repeats (several corpora at once)
+            command.add_argument("--corpus", dest="sub_corpus", metavar="NAME",
+                                 help="the corpus to work on (as `rag --corpus NAME ...`)")
     ui.add_parser(sub)
     return parser
 
@@ -117,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     debug = args.debug or os.environ.get("RAG_DEBUG", "").lower() in ("1", "true", "yes")
     try:
-        across = list(dict.fromkeys([*([args.corpus] if args.corpus else []), *(getattr(args, "query_corpora", None) or [])]))
+        across = list(dict.fromkeys([*([args.corpus] if args.corpus else []), *(getattr(args, "query_corpora", None) or []),
+                                     *([args.sub_corpus] if getattr(args, "sub_corpus", None) else [])]))
+        if len(across) > 1 and args.command != "query":
+            raise ConfigurationError(f"rag {args.command} works on one corpus, got {', '.join(across)}")
         if args.command == "query" and len(across) > 1:
             return _query_across(args, across)
         if across:

@@ -225,20 +225,21 @@ def test_a_closed_pipe_ends_quietly(env, tmp_path):
     assert proc.wait(timeout=600) == 141 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
 
 
-def test_another_folder_after_the_demo_is_indexed_and_the_demo_kept_with_counts_that_add_up(env, tmp_path):
+def test_another_folder_after_the_demo_is_its_own_corpus_and_the_demo_is_kept(env, tmp_path):
     ingest_json()
     before = store().doc_paths()
     mine = tmp_path / "my-docs"
     (mine / "pumps").mkdir(parents=True)
     (mine / "pumps" / "seals.md").write_text("# Seals\n\n## Replacing a seal\n\nReplace the pump seal every spring.\n")
     (mine / "faq.md").write_text("# FAQ\n\n## Noise\n\nA noisy pump has a worn bearing.\n")
-    report, proc = ingest_json("--docs-dir", str(mine), codes=(1,))
-    assert report["documents_processed"] == 2 and report["documents_deleted"] == 0
+    report, proc = ingest_json("--docs-dir", str(mine))
+    assert report["documents_processed"] == 2 and report["documents_deleted"] == 0 and not report["removal_refused"]
+    assert "'my_docs'" in proc.stderr
+    assert store().doc_paths() == before  # the demo's index as it was
+    # moving the default corpus to the folder instead is asked for on purpose: the demo's documents go
+    report, proc = ingest_json("--docs-dir", str(mine), "--corpus", "default", codes=(1,))
     assert report["removal_refused"].startswith("refusing to remove 3 of 3 indexed documents")
-    assert "refusing to remove 3 of 3 indexed documents" in proc.stderr and "new and changed documents are indexed" in proc.stderr
-    assert store().doc_paths() == before | {"pumps/seals.md", "faq.md"}  # neither index is lost
-    # asked for on purpose: the demo's documents go, the new ones stay
-    report, _ = ingest_json("--docs-dir", str(mine), "--allow-mass-delete")
+    report, _ = ingest_json("--docs-dir", str(mine), "--corpus", "default", "--allow-mass-delete")
     assert report["documents_deleted"] == 3 and store().doc_paths() == {"pumps/seals.md", "faq.md"}
 
 
