@@ -80,6 +80,7 @@ class Settings:
     # whether the index changed since the last evaluation
     sensor_interval_seconds: int = 5
     evaluation_interval_seconds: int = 30
+    reconcile_cron: str = "0 2 * * *"  # when nightly_reconcile runs (once switched on)
     # chunking (tiktoken tokens)
     tiktoken_encoding: str = "cl100k_base"
     chunk_min_tokens: int = 40
@@ -251,6 +252,7 @@ ENV_VARS: dict[str, str] = {
     "allow_mass_delete": "RAG_ALLOW_MASS_DELETE",
     "sensor_interval_seconds": "RAG_SENSOR_INTERVAL_SECONDS",
     "evaluation_interval_seconds": "RAG_EVALUATION_INTERVAL_SECONDS",
+    "reconcile_cron": "RAG_RECONCILE_CRON",
     "cache_dir": "RAG_CACHE_DIR",
     "eval_dir": "RAG_EVAL_DIR",
     "eval_results_dir": "RAG_EVAL_RESULTS_DIR",

@@ -28,7 +28,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SETTINGS_FIELDS = ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "chunk_overlap_tokens",
                    "embedder", "embedding_model", "required_metadata", "doc_types", "default_doc_type",
                    "index_snippets", "documents_per_run", "sensor_interval_seconds", "evaluation_interval_seconds",
-                   "eval_min_hybrid_recall_at_5", "retrieval_mode")
+                   "eval_min_hybrid_recall_at_5", "retrieval_mode", "reconcile_cron")
 
 
 class MarkdownCorpusScaffolder(dg.Scaffolder):
@@ -61,6 +61,8 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
     evaluation_interval_seconds: int | None = None
     eval_min_hybrid_recall_at_5: float | None = None
     retrieval_mode: str | None = None
+    reconcile_cron: str | None = None  # when its nightly_reconcile runs: "0 3 * * *"
+    eval_dir: str | None = None  # its labelled eval sets (*.jsonl; relative to the project root); default: its own folder
 
     def corpus(self, component_path: Path, project_root: Path) -> Corpus:
         """The corpus this component declares (component_path: its defs folder)."""
@@ -69,7 +71,7 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
         name = self.name or Path(component_path).name
         chosen = {f: getattr(self, f) for f in SETTINGS_FIELDS if getattr(self, f) is not None}
         if name == DEFAULT_CORPUS:
-            if self.docs_dir or chosen:
+            if self.docs_dir or self.eval_dir or chosen:
                 raise dg.DagsterInvalidDefinitionError(
                     f"{component_path}: the default corpus takes its settings from the environment "
                     "(RAG_DOCS_DIR, ...); declare another corpus for a folder with settings of its own")
@@ -78,6 +80,9 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
             raise dg.DagsterInvalidDefinitionError(f"{component_path}/defs.yaml: corpus {name} needs a docs_dir")
         docs_dir = Path(self.docs_dir).expanduser()
         docs_dir = docs_dir if docs_dir.is_absolute() else Path(project_root) / docs_dir
+        if self.eval_dir:
+            eval_dir = Path(self.eval_dir).expanduser()
+            chosen["eval_dir"] = (eval_dir if eval_dir.is_absolute() else Path(project_root) / eval_dir).resolve()
         corpora_dir = Settings.from_env().corpora_dir
         return Corpus.named(name, docs_dir, corpora_dir, **chosen)
 

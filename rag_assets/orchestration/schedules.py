@@ -8,7 +8,6 @@ vectors), runs over the stale documents in slices, `index_audit`, and `retrieval
 queued in that order (the run queue runs them one at a time)."""
 
 
-import os
 
 import dagster as dg
 
@@ -22,7 +21,6 @@ from .evaluation import EvaluationAssets
 from .partition_ranges import plan_runs
 from .sensors import EVALUATION_RUN_TAGS, INDEX_RUN_TAGS
 
-RECONCILE_CRON = os.environ.get("RAG_RECONCILE_CRON", "0 2 * * *")
 
 
 def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation: EvaluationAssets
@@ -32,7 +30,7 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
 
     @dg.schedule(
         name=assets.names.scoped("nightly_reconcile"),
-        cron_schedule=RECONCILE_CRON,
+        cron_schedule=corpus.settings().reconcile_cron,  # part of the definitions, fixed at load
         target=[document_catalog, *per_document, index_audit, *evaluation.all],
         default_status=dg.DefaultScheduleStatus.STOPPED,
     )

@@ -127,8 +127,13 @@ def test_the_project_declares_its_own_corpus_as_the_default_component():
 def test_component_settings_and_their_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CORPORA_DIR", str(tmp_path / "corpora"))
     monkeypatch.setenv("RAG_CHUNK_TARGET_TOKENS", "90")
-    corpus = MarkdownCorpus(docs_dir="docs/faq", chunk_max_tokens=180).corpus(tmp_path / "defs" / "faq", tmp_path)
+    corpus = MarkdownCorpus(docs_dir="docs/faq", chunk_max_tokens=180, eval_dir="evals/faq",
+                            reconcile_cron="30 4 * * *").corpus(tmp_path / "defs" / "faq", tmp_path)
     settings = corpus.settings()
+    assert settings.eval_dir == (tmp_path / "evals" / "faq").resolve() and settings.reconcile_cron == "30 4 * * *"
+    from rag_assets.orchestration.definitions import build_corpus_definitions
+
+    assert build_corpus_definitions(corpus).schedule.cron_schedule == "30 4 * * *"
     assert corpus.name == "faq" and settings.docs_dir == (tmp_path / "docs" / "faq").resolve()
     assert settings.chunk_max_tokens == 180 and settings.chunk_target_tokens == 90  # the environment fills the rest
     assert settings.state_dir == (tmp_path / "corpora" / "faq" / "state")
