@@ -16,20 +16,20 @@ import sys
 from pathlib import Path
 
 from rag_assets.config import Settings
-from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_for, owner_of, register
+from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_for, owner_of, register, registered
 from rag_assets.errors import ConfigurationError
 
 
 def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corpus:
     """The corpus a command works on (see the module docstring); `create` registers a new one."""
     base = Settings.from_env()
-    if name in (None, DEFAULT_CORPUS) and folder is None and not os.environ.get("RAG_DOCS_DIR"):
-        return Corpus()  # no need to look at the project's components
-    from rag_assets.orchestration.component import known_corpora
-
-    others = known_corpora(base.corpora_dir)
+    if name == DEFAULT_CORPUS or (name is None and folder is None and not os.environ.get("RAG_DOCS_DIR")):
+        return Corpus()
+    # the registry and the default index are read first: the project's components only when they
+    # are needed, since looking at them imports Dagster (a no-op `rag ingest` answers without it)
+    others = registered(base.corpora_dir)
     if name:
-        corpus = find_corpus(name, base, others)
+        corpus = next((c for c in others if c.name == name), None) or find_corpus(name, base, _all_named(base))
         if folder and corpus.docs_dir is not None and Path(folder).resolve() != Path(corpus.docs_dir):
             raise ConfigurationError(f"corpus {name} indexes {corpus.docs_dir}, not {Path(folder).resolve()}")
         return corpus
@@ -39,6 +39,10 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
         return owner
     if _default_holds(base, target):
         return Corpus()
+    others = _all_named(base)
+    owner = owner_of(target, others)
+    if owner is not None:
+        return owner
     if not create or not _holds_markdown(target):
         # an empty or missing folder is no corpus: the default corpus's checks answer it (the
         # missing-folder message, or the deletion guard)
@@ -49,6 +53,13 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
           f"{base.corpora_dir / corpus.name}); the index of {_default_folder(base)} is left as it is. "
           f"Query it with `rag --corpus {corpus.name} query ...`", file=sys.stderr)
     return corpus
+
+
+def _all_named(base: Settings) -> list[Corpus]:
+    """The project's component corpora and the registered folders."""
+    from rag_assets.orchestration.component import known_corpora
+
+    return known_corpora(base.corpora_dir)
 
 
 def _default_holds(base: Settings, target: Path) -> bool:
