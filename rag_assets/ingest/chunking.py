@@ -13,12 +13,19 @@ Policy:
   ``min_tokens`` is merged into its previous neighbour in the section, else its next one, when the
   merge stays within ``max_tokens``; a small last piece that cannot merge is rebalanced with the
   piece before it. A section whose whole body is small stays one small chunk.
+- ``target_tokens`` and ``min_tokens`` are measured on what is indexed (``build_index_text``): an
+  include directive line (``{* ../../docs_src/x.py hl[3] *}``) and a heading's attribute block
+  (``{ #anchor }``) are kept in the stored text but never embedded, so they take no room toward
+  the target and do not make a chunk big enough; ``max_tokens`` bounds the stored text.
 - A lead-in stays with what it introduces: a paragraph that ends in ``:`` (or "as follows", "for
   example", "like this", "e.g."), or only opens an HTML element, shares its chunk with (the start
   of) the next paragraph, list, code block, table or admonition of its section. When both do not
   fit one chunk: a code block or table that fits alone takes only the lead-in's last sentence(s)
   along; otherwise what follows a short lead-in (at most ``LEAD_IN_MAX_TOKENS``) is split so its
-  first piece fits with it. Only a longer lead-in with nothing that fits is left at a chunk's end.
+  first piece fits with it. Of a longer paragraph that ends in a lead-in, only its last line(s) or
+  sentence(s), up to that size, introduce what follows: they go along with it and the rest of the
+  paragraph stays behind. Only a lead-in with no such ending and nothing that fits is left at a
+  chunk's end.
 - PROSE is cut at paragraph, then line, then sentence, then word boundaries, and as a last resort
   into token slices (always on a character boundary): no text is lost, ``$$ … $$`` math is kept
   whole unless it alone is too big, and a cut right after a line or sentence ending in ``:`` is
@@ -53,7 +60,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rag_assets.ingest.markup import indexable_text, push_heading, strip_heading_attributes
+from rag_assets.ingest.markup import clean_heading_lines, indexable_text, push_heading, strip_heading_attributes
 from rag_assets.models import Block, BlockType, Chunk, ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
 
@@ -287,6 +294,7 @@ class _Packer:
         self.fits = fits
         self._block_ids = 0
         self.split_blocks: set[int] = set()  # ids of CODE/TABLE blocks emitted in more than one piece
+        self._indexed: dict[tuple[int, int, int], int] = {}  # tokens of a prose unit's indexed text
 
     # -- one section ------------------------------------------------------------------------
 
@@ -338,7 +346,8 @@ class _Packer:
         A run fits ``budget``, or ``whole_budget`` if it ends in a code block or table. When what follows
         a lead-in does not fit with it: a code block or table takes only the lead-in's last sentence
         along if that fits; else a short lead-in (``_lead_in_max``) has what follows split so its first
-        piece fits; else the lead-in is left behind."""
+        piece fits; else a longer lead-in paragraph is parted, and its last lines or sentences (at most
+        ``_lead_in_max``) are the lead-in, as a short one; else the lead-in is left behind."""
         runs: list[list[_Unit]] = []
         run: list[_Unit] = []
         pending = deque(units)
@@ -352,13 +361,21 @@ class _Packer:
                 pieces = None
                 if parted is None and _size(run) <= self._lead_in_max(budget):
                     pieces = self._resplit(unit, budget - _size(run) - 1, budget)
+                elif parted is None:
+                    # A long paragraph that ends in a lead-in ("… deposits.\nIt is salty because:"): only
+                    # its last line(s) or sentence(s) introduce what follows, and go along with it.
+                    parted = self._part_lead_in(run[-1], self._lead_in_max(budget))
+                    if parted is not None and unit.tokens > limit - parted[1].tokens - 1:
+                        pieces = self._resplit(unit, budget - parted[1].tokens - 1, budget)
+                        if pieces is None:
+                            parted = None
                 if parted is not None:
                     runs.append(run[:-1] + [parted[0]])
                     run = [parted[1]]
-                elif pieces is not None:
+                if pieces is not None:
                     unit = pieces[0]
                     pending.extendleft(reversed(pieces[1:]))
-                else:  # they cannot share a chunk: the lead-in ends its run after all
+                elif parted is None:  # they cannot share a chunk: the lead-in ends its run after all
                     run[-1] = replace(run[-1], glue=False)
                     runs.append(run)
                     run = []
@@ -525,10 +542,14 @@ class _Packer:
         head_tokens = self.counter.count(head) if head else 0
         groups: list[list[_Unit]] = []
         cur: list[_Unit] = []
-        cur_tokens = 0
+        cur_tokens = cur_weight = 0
+        head_weight = self._head_weight(head, head_tokens)
 
         def fixed() -> int:  # what the group carries besides its units: heading line or overlap
             return head_tokens if not groups else overlap_cost
+
+        def fixed_weight() -> int:  # the same, as indexed (a heading without its attributes)
+            return head_weight if not groups else overlap_cost
 
         pending = deque(runs)
         while pending:
@@ -544,23 +565,46 @@ class _Packer:
                     run = run[:-1] + pieces[:1]
                     tokens = _size(run)
                     pending.extendleft([piece] for piece in reversed(pieces[1:]))
+            weight = self._weight(run)
             if cur:
                 total = cur_tokens + 1 + tokens + fixed()
-                small = cur_tokens + (head_tokens if not groups else 0) < cfg.min_tokens
-                if total > cfg.max_tokens or (total > cfg.target_tokens and not small):
+                weighed = cur_weight + 1 + weight + fixed_weight()  # the target is about what is indexed
+                small = cur_weight + (head_weight if not groups else 0) < cfg.min_tokens
+                if total > cfg.max_tokens or (weighed > cfg.target_tokens and not small):
                     groups.append(cur)
-                    cur, cur_tokens = [], 0
+                    cur, cur_tokens, cur_weight = [], 0, 0
             cur_tokens += tokens + (1 if cur else 0)
+            cur_weight += weight + (1 if cur else 0)
             cur.extend(run)
         if cur:
             groups.append(cur)
-        self._merge_small(groups, head_tokens, overlap_cost)
+        self._merge_small(groups, head_tokens, overlap_cost, head_weight)
         self._rebalance_tail(groups, head_tokens, overlap_cost)
         return groups
 
-    def _merge_small(self, groups: list[list[_Unit]], head_tokens: int, overlap_cost: int) -> None:
-        """A group under min_tokens joins a neighbour when the two fit one chunk: the previous one first
-        (text after a code block or table usually comments on it), else the next."""
+    def _head_weight(self, head: str, head_tokens: int) -> int:
+        """Tokens of the section's heading line as indexed (without a ``{ #anchor }`` attribute block)."""
+        if "{" not in head:
+            return head_tokens
+        return self.counter.count(clean_heading_lines(head))
+
+    def _weight(self, units: list[_Unit]) -> int:
+        """Like ``_size``, counting only what is indexed: an include directive line weighs nothing."""
+        return sum(self._indexed_tokens(u) for u in units) + max(len(units) - 1, 0)
+
+    def _indexed_tokens(self, unit: _Unit) -> int:
+        if unit.atomic or ("{*" not in unit.source and "{!" not in unit.source):
+            return unit.tokens
+        key = (unit.block_id, unit.start, unit.end)
+        if key not in self._indexed:
+            text = unit.text
+            kept = indexable_text(text)
+            self._indexed[key] = unit.tokens if kept == text else (self.counter.count(kept) if kept else 0)
+        return self._indexed[key]
+
+    def _merge_small(self, groups: list[list[_Unit]], head_tokens: int, overlap_cost: int, head_weight: int) -> None:
+        """A group under min_tokens (as indexed) joins a neighbour when the two fit one chunk: the previous
+        one first (text after a code block or table usually comments on it), else the next."""
         cfg = self.config
 
         def fixed(i: int) -> int:
@@ -572,7 +616,7 @@ class _Packer:
 
         i = 0
         while i < len(groups) and len(groups) > 1:
-            if _size(groups[i]) + fixed(i) >= cfg.min_tokens:
+            if self._weight(groups[i]) + (head_weight if i == 0 else overlap_cost) >= cfg.min_tokens:
                 i += 1
             elif i > 0 and mergeable(i - 1):
                 groups[i - 1 : i + 1] = [groups[i - 1] + groups[i]]
@@ -582,18 +626,18 @@ class _Packer:
                 i += 1
 
     def _rebalance_tail(self, groups: list[list[_Unit]], head_tokens: int, overlap_cost: int) -> None:
-        """A runt last piece that could not merge: move units over to it from the piece before."""
+        """A runt last piece (as indexed) that could not merge: move units over to it from the piece before."""
         cfg = self.config
         if len(groups) < 2:
             return
         prev, last = groups[-2], groups[-1]
         prev_fixed = head_tokens if len(groups) == 2 else overlap_cost
-        if _size(last) >= cfg.min_tokens or self._is_oversized(prev + last, prev_fixed):
+        if self._weight(last) >= cfg.min_tokens or self._is_oversized(prev + last, prev_fixed):
             return  # not a runt, or an oversized atomic block involved (never merged)
-        while _size(last) < cfg.min_tokens:
+        while self._weight(last) < cfg.min_tokens:
             k = _last_run_start(prev)  # a lead-in moves together with what it introduces
             moved = prev[k:]
-            if _size(moved + last) + overlap_cost > cfg.max_tokens or _size(prev[:k]) < cfg.min_tokens:
+            if _size(moved + last) + overlap_cost > cfg.max_tokens or self._weight(prev[:k]) < cfg.min_tokens:
                 sentences = self._sentences(moved[0]) if len(moved) == 1 else []
                 if not sentences:
                     break
@@ -645,7 +689,7 @@ class _Packer:
                     if draft is not None:
                         drafts.append(draft)
                         rest = units[cut:]
-                        if queue and _size(rest) < self.config.min_tokens:
+                        if queue and self._weight(rest) < self.config.min_tokens:
                             rest += queue.popleft()  # not a runt of its own: it leads the next chunk
                         queue.appendleft(rest)
                         break

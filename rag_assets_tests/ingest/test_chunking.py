@@ -12,6 +12,7 @@ import pytest
 from rag_assets.ingest.chunking import ChunkingConfig, ChunkingStats, build_index_text, chunk_document
 from rag_assets.config import Settings
 from rag_assets.ingest.markdown import split_markdown
+from rag_assets.ingest.markup import indexable_text
 from rag_assets.models import Chunk, ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
 
@@ -420,6 +421,83 @@ def test_a_lead_in_paragraph_lends_its_last_sentence_to_a_code_block_that_fits_a
     chunks = chunk(f"## About\n\n{prose(12, 1)} It looks like this:\n\n{code}\n", counter)
     assert holding(chunks, code).text == f"It looks like this:\n\n{code}"  # the block is not cut
     assert holding(chunks, prose(12, 1)).text.endswith(prose(12, 1))
+
+
+# FastAPI's docs (MkDocs): the sections of fa-043 and fa-052 of data/samples/fastapi/eval.jsonl.
+CALLBACK_ROUTER = """### Add the callback router { #add-the-callback-router }
+
+At this point you have the *callback path operation(s)* needed (the one(s) that the *external developer*  should implement in the *external API*) in the callback router you created above.
+
+Now use the parameter `callbacks` in *your API's path operation decorator* to pass the attribute `.routes` from that callback router:
+
+{* ../../docs_src/openapi_callbacks/tutorial001_py310.py hl[33] *}
+
+/// tip
+
+Notice that you are not passing the router itself (`invoices_callback_router`) to `callbacks=`, but its `.routes`, as in `invoices_callback_router.routes`. FastAPI will use those routes to generate the callback OpenAPI documentation.
+
+///
+"""
+
+SAME_DEPENDENCY = """## Using the same dependency multiple times { #using-the-same-dependency-multiple-times }
+
+If one of your dependencies is declared multiple times for the same *path operation*, for example, multiple dependencies have a common sub-dependency, **FastAPI** will know to call that sub-dependency only once per request.
+
+And it will save the returned value in a "cache" and pass it to all the "dependants" that need it in that specific request, instead of calling the dependency multiple times for the same request.
+
+In an advanced scenario where you know you need the dependency to be called at every step (possibly multiple times) in the same request instead of using the "cached" value, you can set the parameter `use_cache=False` when using `Depends`:
+
+//// tab | Python 3.10+
+
+```Python hl_lines="1"
+async def needy_dependency(fresh_value: Annotated[str, Depends(get_value, use_cache=False)]):
+    return {"fresh_value": fresh_value}
+```
+
+////
+"""
+
+
+def test_an_include_directive_takes_no_room_toward_the_target(counter: TokenCounter) -> None:
+    # The include line (22 tokens of path) is dropped from the indexed text; counted, it pushed the
+    # lead-in and its include out of the chunk under the heading, which kept only the first paragraph.
+    chunks = chunk(CALLBACK_ROUTER, counter)
+    first = holding(chunks, "Now use the parameter `callbacks`")
+    assert first.text.startswith("### Add the callback router") and "At this point" in first.text
+    assert first.text.endswith("{* ../../docs_src/openapi_callbacks/tutorial001_py310.py hl[33] *}")
+    assert holding(chunks, "/// tip").text.startswith("/// tip")
+    assert not any(c.text.endswith(":") for c in chunks)  # the lead-in still shares its include's chunk
+
+
+def test_a_heading_anchor_takes_no_room_toward_the_target(counter: TokenCounter) -> None:
+    # `{ #using-the-same-dependency-multiple-times }` is not indexed: counted, it kept the second
+    # paragraph out of the first chunk, and it stood alone (42 tokens) before the lead-in and its tab.
+    chunks = chunk(SAME_DEPENDENCY, counter)
+    assert holding(chunks, 'And it will save the returned value').text.startswith("## Using the same dependency")
+    assert holding(chunks, "//// tab").text.startswith("In an advanced scenario")
+    assert len(chunks) == 2
+
+
+def test_boundaries_do_not_depend_on_markup_the_index_drops(counter: TokenCounter) -> None:
+    paragraphs = [prose(7, i) for i in range(10)]
+    include = "{* ../../docs_src/dependencies/tutorial008_an_py310.py hl[3:7,12] *}"
+    plain = "## Settings\n\n" + "\n\n".join(paragraphs)
+    marked = "## Settings { #settings-and-environment-variables }\n\n" + "\n\n".join(
+        p + (f"\n\n{include}" if i in (1, 4) else "") for i, p in enumerate(paragraphs))
+    indexed = [[indexable_text(c.text) for c in chunk(body, counter)] for body in (plain, marked)]
+    assert indexed[0] == indexed[1] and len(indexed[0]) > 2
+
+
+def test_a_long_paragraph_ending_in_a_lead_in_lends_its_last_line_to_the_list(counter: TokenCounter) -> None:
+    # claude-docs' quickstart: a paragraph's last line introduces a list too big to share a chunk with
+    # the whole paragraph; before, the paragraph ended its chunk in ":" and the list began the next.
+    lead_in = "The ocean is salty due to several factors:"
+    items = "\n".join(f"{i}. Factor {i}: {prose(14, i)}" for i in range(1, 6))
+    body = f"## Start with the Workbench\n\n{prose(20, 7)}\n\n{prose(18, 8, 18)}\n{lead_in}\n\n{items}\n"
+    chunks = chunk(body, counter)
+    assert not any(c.text.endswith(":") for c in chunks)
+    assert holding(chunks, lead_in).text.startswith(f"{lead_in}\n\n1. Factor 1:")
+    assert holding(chunks, prose(18, 8, 18)).text.endswith(prose(18, 8, 18))  # the rest stays behind
 
 
 def test_a_small_chunk_in_the_middle_of_a_section_joins_a_neighbour(counter: TokenCounter) -> None:
