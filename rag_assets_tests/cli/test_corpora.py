@@ -121,3 +121,16 @@ def test_the_code_location_shows_a_registered_corpus_as_its_own_group(env):
     code = ("from rag_assets.orchestration.definitions import defs\n"
             "assert 'rules/vector_index' not in {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}\n")
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy(), timeout=300)
+
+
+def test_the_environment_form_of_the_newcomer_sequence(env):
+    rag("ingest", "--json")
+    other = write_corpus(env / "my-docs", OTHER_DOCS)
+    theirs = {**os.environ, "RAG_DOCS_DIR": str(other)}
+    made = rag("ingest", "--json", env=theirs)
+    assert json.loads(made.stdout)["documents_processed"] == 2 and "'my_docs'" in made.stderr
+    # with the variable still set, queries go to that folder's corpus; without it, to the demo's
+    hit = as_json(rag("query", "What can a model shoot at?", "--json", env=theirs))["results"][0]
+    assert hit["doc_path"] == "rules/shooting.md"
+    corpora = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}
+    assert corpora["default"]["documents"] == 3 and corpora["my_docs"]["documents"] == 2
