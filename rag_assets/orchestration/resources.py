@@ -7,7 +7,6 @@ from the environment by the embedder, so they never show in run config or the UI
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -17,7 +16,7 @@ import dagster as dg
 from filelock import FileLock
 
 from rag_assets.config import Settings
-from rag_assets.embedding import Embedder, load_embedder
+from rag_assets.embedding import EMBEDDER_FIELDS, Embedder, load_embedder
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
 
@@ -44,10 +43,16 @@ def store_writer_lock(settings: Settings) -> FileLock | None:
     return FileLock(str(folder / STORE_WRITER_LOCK_NAME), is_singleton=True, thread_local=False)
 
 
-@functools.lru_cache(maxsize=4)
+_EMBEDDERS: dict[tuple, Embedder] = {}
+
+
 def _cached_embedder(settings: Settings) -> Embedder:
-    # one model per process: loading it per asset would cost a second each time
-    return load_embedder(settings)
+    """One model per process and per embedder configuration, whichever corpus asks: loading it per
+    asset would cost a second each time, and corpora differ in folders, not in models."""
+    key = tuple((f, getattr(settings, f)) for f in EMBEDDER_FIELDS)
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = load_embedder(settings)
+    return _EMBEDDERS[key]
 
 
 class EmbedderResource(dg.ConfigurableResource):
