@@ -62,6 +62,13 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
     return Catalog(docs_dir=str(root), documents=documents, errors=errors, excluded=excluded)
 
 
+
+def discover_for(settings, known: Catalog | None = None) -> Catalog:
+    """discover() over a corpus's docs folder with its size limit and snippet rule (rag_assets.config.Settings)."""
+    return discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=known,
+                    index_snippets=settings.index_snippets)
+
+
 def iter_markdown_files(docs_dir: Path) -> tuple[list[Path], list[DiscoveryError]]:
     """Every markdown file under docs_dir that may be read, without reading it; refusals as errors."""
     docs_dir = Path(docs_dir)

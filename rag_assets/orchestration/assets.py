@@ -28,7 +28,7 @@ from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
 from rag_assets.ingest.chunking import ChunkingConfig
 from rag_assets.ingest.document_metadata import MetadataPolicy
 from rag_assets.config import Settings
-from rag_assets.ingest.discovery import DocumentTooLarge, discover, fingerprint_file, partition_key_for
+from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file, partition_key_for
 from rag_assets.ingest.stages import (
     Fingerprints,
     StageReport,
@@ -245,7 +245,7 @@ def build_ingestion_assets(corpus: Corpus) -> IngestionAssets:
         settings = embedder.settings(corpus.settings())
         started = time.perf_counter()
         try:
-            catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets)
+            catalog = discover_for(settings)
         except FileNotFoundError as exc:
             raise dg.Failure(description=f"{exc}; nothing was removed from the index") from None
         stages = StageStore.for_settings(settings)

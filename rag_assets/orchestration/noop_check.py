@@ -29,7 +29,7 @@ from filelock import Timeout
 
 from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
 from rag_assets.config import Settings
-from rag_assets.ingest.discovery import discover
+from rag_assets.ingest.discovery import discover_for
 from rag_assets.index.generation import read_generation
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, IngestSummary
@@ -146,7 +146,7 @@ def quick_noop(settings: Settings) -> IngestSummary | None:
         stored = stages.read_catalog()
         if stored is None:
             return None
-        seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets, known=stored)
+        seen = discover_for(settings, known=stored)
         if catalog_run_needed(stored, seen) or noop_token(settings, seen, runs, stages) != recorded:
             return None
         # touched files (new mtime, same content): remember how they look now

@@ -37,7 +37,7 @@ from filelock import FileLock, Timeout
 from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableError
 
 from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
-from rag_assets.ingest.discovery import DocumentTooLarge, discover, fingerprint_file
+from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
@@ -249,7 +249,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     stored = stages.read_catalog()
     # A look at the folder first (a file whose size, mtime and inode did not change is not re-read):
     # the catalog run only when files appeared or vanished.
-    seen = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets, known=stored)
+    seen = discover_for(settings, known=stored)
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
     ran_catalog = catalog_run_needed(stored, seen) or set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}

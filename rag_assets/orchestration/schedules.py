@@ -11,7 +11,7 @@ queued in that order (the run queue runs them one at a time)."""
 
 import dagster as dg
 
-from rag_assets.ingest.discovery import discover
+from rag_assets.ingest.discovery import discover_for
 from rag_assets.index.stage_store import StageStore
 
 from rag_assets.corpus import Corpus
@@ -41,8 +41,7 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
         settings = corpus.settings()
         stages = StageStore.for_settings(settings)
         try:
-            catalog = discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes,
-                               index_snippets=settings.index_snippets, known=stages.read_catalog())
+            catalog = discover_for(settings, known=stages.read_catalog())
         except FileNotFoundError as exc:
             context.log.warning(f"{exc}: only the catalog run (which refuses to empty the index) is requested")
             return requests
