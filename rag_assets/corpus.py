@@ -28,8 +28,6 @@ DEFAULT_CORPUS = "default"
 REGISTRY_FILE = "corpus.json"
 # Dagster asset-key parts and group names allow letters, digits and underscores only
 _NAME = re.compile(r"[a-z0-9][a-z0-9_]{0,62}")
-# what keeps corpora apart; a named corpus pins these, whatever the environment says
-NAMESPACE_FIELDS = ("docs_dir", "collection", "state_dir", "eval_dir", "eval_results_dir")
 
 
 @dataclass(frozen=True)

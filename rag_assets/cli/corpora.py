@@ -11,6 +11,7 @@ one's index. An empty or missing folder is no corpus: it stays the default corpu
 
 from __future__ import annotations
 
+import datetime
 import os
 import sys
 from pathlib import Path
@@ -37,8 +38,11 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
     owner = owner_of(target, others)
     if owner is not None:
         return owner
-    if _default_holds(base, target):
-        return Corpus()
+    from rag_assets.index.stage_store import StageStore
+
+    default_catalog = StageStore.for_settings(base).read_catalog()
+    if default_catalog is None or not default_catalog.documents or Path(default_catalog.docs_dir).resolve() == target:
+        return Corpus()  # the default corpus is empty, or indexes this folder already
     others = _all_named(base)
     owner = owner_of(target, others)
     if owner is not None:
@@ -50,7 +54,7 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
     corpus = new_corpus_for(target, base.corpora_dir, [DEFAULT_CORPUS, *(c.name for c in others)])
     register(corpus, base.corpora_dir)
     print(f"rag: {target} is a new corpus, {corpus.name!r} (its own collection and state under "
-          f"{base.corpora_dir / corpus.name}); the index of {_default_folder(base)} is left as it is. "
+          f"{base.corpora_dir / corpus.name}); the index of {default_catalog.docs_dir} is left as it is. "
           f"Query it with `rag --corpus {corpus.name} query ...`", file=sys.stderr)
     return corpus
 
@@ -60,14 +64,6 @@ def _all_named(base: Settings) -> list[Corpus]:
     from rag_assets.orchestration.component import known_corpora
 
     return known_corpora(base.corpora_dir)
-
-
-def _default_holds(base: Settings, target: Path) -> bool:
-    """The default corpus is empty, or indexes `target` already."""
-    from rag_assets.index.stage_store import StageStore
-
-    catalog = StageStore.for_settings(base).read_catalog()
-    return catalog is None or not catalog.documents or Path(catalog.docs_dir).resolve() == target
 
 
 def _holds_markdown(folder: Path) -> bool:
@@ -80,36 +76,25 @@ def _holds_markdown(folder: Path) -> bool:
     return bool(paths)
 
 
-def _default_folder(base: Settings) -> str:
-    from rag_assets.index.stage_store import StageStore
-
-    catalog = StageStore.for_settings(base).read_catalog()
-    return str(catalog.docs_dir) if catalog is not None else str(base.docs_dir)
-
-
 def corpus_rows() -> list[dict]:
     """Every corpus with what it holds: documents, chunks, last ingest and last evaluation."""
-    import dagster as dg
-
     from rag_assets.index.chroma_store import collection_count
     from rag_assets.index.stage_store import StageStore
     from rag_assets.orchestration.definitions import CORPORA
     from rag_assets.orchestration.runs import get_instance
 
     instance = get_instance()
+
+    def last(asset) -> str | None:
+        event = instance.get_latest_materialization_event(asset.key)
+        if event is None:
+            return None
+        return datetime.datetime.fromtimestamp(event.timestamp, datetime.timezone.utc).isoformat(timespec="seconds")
+
     rows = []
     for name, defs in CORPORA.items():
         settings = defs.corpus.settings()
         catalog = StageStore.for_settings(settings).read_catalog()
-
-        def last(asset) -> str | None:
-            event = instance.get_latest_materialization_event(asset.key)
-            if event is None:
-                return None
-            import datetime as _dt
-
-            return _dt.datetime.fromtimestamp(event.timestamp, _dt.timezone.utc).isoformat(timespec="seconds")
-
         rows.append({
             "name": name,
             "docs_dir": str(catalog.docs_dir if catalog is not None else settings.docs_dir),
@@ -118,7 +103,7 @@ def corpus_rows() -> list[dict]:
             "chunks": collection_count(settings),
             "last_ingest": last(defs.ingestion.vector_index),
             "last_evaluation": last(defs.evaluation.retrieval_evaluation),
-            "assets": dg.AssetKey([*defs.ingestion.names.prefix, "vector_index"]).to_user_string(),
+            "assets": defs.ingestion.vector_index.key.to_user_string(),
         })
     return rows
 
