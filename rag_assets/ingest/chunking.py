@@ -60,7 +60,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rag_assets.ingest.markup import clean_heading_lines, indexable_text, push_heading, strip_heading_attributes
+from rag_assets.ingest.markup import (
+    clean_heading_lines, indexable_text, may_hold_include_directive, push_heading, strip_heading_attributes)
 from rag_assets.models import Block, BlockType, Chunk, ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
 
@@ -593,7 +594,7 @@ class _Packer:
         return sum(self._indexed_tokens(u) for u in units) + max(len(units) - 1, 0)
 
     def _indexed_tokens(self, unit: _Unit) -> int:
-        if unit.atomic or ("{*" not in unit.source and "{!" not in unit.source):
+        if unit.atomic or not may_hold_include_directive(unit.source):
             return unit.tokens
         key = (unit.block_id, unit.start, unit.end)
         if key not in self._indexed:

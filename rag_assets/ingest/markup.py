@@ -42,9 +42,14 @@ def push_heading(path: list[tuple[int, str]], level: int, heading: str) -> str:
     return title
 
 
+def may_hold_include_directive(text: str) -> bool:
+    """A cheap look before the regex: no `{*` or `{!`, no include directive."""
+    return "{*" in text or "{!" in text
+
+
 def drop_include_directives(text: str) -> str:
     """The text without include-directive lines (a directive inside a sentence is left alone)."""
-    if "{*" not in text and "{!" not in text:
+    if not may_hold_include_directive(text):
         return text
     return _INCLUDE_DIRECTIVE.sub("", text)
 
