@@ -80,10 +80,13 @@ def test_four_workers_index_what_one_does_and_a_killed_worker_converges(services
     assert reference["documents_processed"] == 8 and reference["documents_failed"] == 0
     expected = indexed(port, "chunks_w1")
 
-    # four workers; one of them is killed as soon as two runs are under way
-    proc = subprocess.Popen([sys.executable, "-m", "rag_assets", "ingest", "--json", "--workers", "4"], env=four,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    killed = _kill_one_worker(four["DAGSTER_HOME"], proc)
+    # four workers; one of them is killed as soon as two runs are under way. The test opens the fresh
+    # instance before the ingest starts: two processes creating its SQLite databases at once stamp
+    # them twice ("more than one head present"), and the test does not take the CLI's instance lock.
+    with dg.DagsterInstance.from_config(four["DAGSTER_HOME"]) as instance:
+        proc = subprocess.Popen([sys.executable, "-m", "rag_assets", "ingest", "--json", "--workers", "4"], env=four,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        killed = _kill_one_worker(instance, proc)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 1, f"one run must fail, the others finish\n{out}\n{err[-3000:]}"
     report = json.loads(out)
@@ -96,23 +99,22 @@ def test_four_workers_index_what_one_does_and_a_killed_worker_converges(services
     assert ingest(four, "--workers", "4")["documents_processed"] == 0  # converged: nothing left to do
 
 
-def _kill_one_worker(dagster_home: str, coordinator: subprocess.Popen) -> str:
+def _kill_one_worker(instance: dg.DagsterInstance, coordinator: subprocess.Popen) -> str:
     """SIGKILL the process of one started run; the run id."""
     from rag_assets.orchestration.fanout import _worker_pid
 
     deadline = time.monotonic() + 300
-    with dg.DagsterInstance.from_config(dagster_home) as instance:
-        while time.monotonic() < deadline:
-            if coordinator.poll() is not None:
-                out, err = coordinator.communicate()
-                raise AssertionError(f"the ingest finished (exit {coordinator.returncode}) before a worker could be "
-                                     f"killed\n{out[-3000:]}\n{err[-3000:]}")
-            started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
-            pids = [(run.run_id, _worker_pid(instance, run.run_id)) for run in started]
-            pids = [(run_id, pid) for run_id, pid in pids if pid]
-            if len(pids) >= 2:
-                run_id, pid = pids[0]
-                os.kill(pid, signal.SIGKILL)
-                return run_id
-            time.sleep(0.2)
+    while time.monotonic() < deadline:
+        if coordinator.poll() is not None:
+            out, err = coordinator.communicate()
+            raise AssertionError(f"the ingest finished (exit {coordinator.returncode}) before a worker could be "
+                                 f"killed\n{out[-3000:]}\n{err[-3000:]}")
+        started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        pids = [(run.run_id, _worker_pid(instance, run.run_id)) for run in started]
+        pids = [(run_id, pid) for run_id, pid in pids if pid]
+        if len(pids) >= 2:
+            run_id, pid = pids[0]
+            os.kill(pid, signal.SIGKILL)
+            return run_id
+        time.sleep(0.2)
     raise TimeoutError("no two runs were started in time")
