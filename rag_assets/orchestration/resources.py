@@ -16,7 +16,7 @@ import dagster as dg
 from filelock import FileLock
 
 from rag_assets.config import Settings
-from rag_assets.embedding import EMBEDDER_FIELDS, Embedder, load_embedder
+from rag_assets.embedding import Embedder, embedder_key, load_embedder
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
 
@@ -49,7 +49,7 @@ _EMBEDDERS: dict[tuple, Embedder] = {}
 def _cached_embedder(settings: Settings) -> Embedder:
     """One model per process and per embedder configuration, whichever corpus asks: loading it per
     asset would cost a second each time, and corpora differ in folders, not in models."""
-    key = tuple((f, getattr(settings, f)) for f in EMBEDDER_FIELDS)
+    key = embedder_key(settings)
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = load_embedder(settings)
     return _EMBEDDERS[key]

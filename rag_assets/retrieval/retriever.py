@@ -223,11 +223,12 @@ class Retriever:
         self.reopens = 0  # Chroma clients re-opened because another process changed the index
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, **kwargs) -> "Retriever":
+    def from_settings(cls, settings: Settings | None = None, *, embedder=None, **kwargs) -> "Retriever":
+        """``embedder``: one the caller already holds (it must be the one the settings ask for)."""
         from rag_assets.embedding import load_embedder
 
         settings = settings or Settings.from_env()
-        embedder = load_embedder(settings)
+        embedder = embedder if embedder is not None else load_embedder(settings)
         store = ChromaStore.for_settings(settings, embedder)
         return cls(embedder, store, settings, **kwargs)
 

@@ -36,7 +36,7 @@ def env(rag_env, dagster_home):
     return rag_env
 
 
-def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env):
+def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env, monkeypatch, capsys):
     first = as_json(rag("ingest", "--json"))
     assert first["documents_processed"] == 3
     default_before = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}["default"]
@@ -71,6 +71,18 @@ def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env)
     other_way = as_json(rag("query", "--corpus", "rule_book", "--corpus", "default",
                             "What HTTP status comes back when I exceed the requests per minute?", "--json"))
     assert other_way["results"][0]["corpus"] == "default" and other_way["results"][0]["doc_path"] == "rate-limits.md"
+
+    # the corpora share the embedder settings, so the query process loads the model once, not per corpus
+    from rag_assets.cli.main import main
+    from rag_assets.embedding.local import MiniLMOnnxEmbedder
+
+    loads = []
+    real_load = MiniLMOnnxEmbedder._load_session
+    monkeypatch.setattr(MiniLMOnnxEmbedder, "_load_session", lambda self: loads.append(self) or real_load(self))
+    capsys.readouterr()
+    assert main(["query", "--corpus", "default", "--corpus", "rule_book", "What can a model shoot at?", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["corpus"] == "rule_book"
+    assert len(loads) == 1, f"the model was loaded {len(loads)} times for two corpora"
 
     # the folder keeps its corpus: RAG_DOCS_DIR pointing at it finds it, nothing to do
     again = as_json(rag("ingest", "--json", env={**os.environ, "RAG_DOCS_DIR": str(other)}))
