@@ -1,0 +1,32 @@
+"""A document's blocks split into sections, one per heading (plus the intro before the first)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_assets.ingest.markup import push_heading
+from rag_assets.models import Block, BlockType
+
+
+@dataclass
+class _Section:
+    heading_line: str  # "## Title", or "" before the first heading
+    title: str  # the heading text; before the first heading, the page title (or "")
+    breadcrumb: list[str]
+    body: list[Block]
+
+
+def _sections(blocks: list[Block], page_title: str) -> list[_Section]:
+    # The intro before the first heading is about the page as a whole: it is filed under the title,
+    # so it is not a chunk with no section (build_index_text does not repeat the title in the header).
+    sections = [_Section("", page_title, [page_title] if page_title else [], [])]
+    stack: list[tuple[int, str]] = []  # (level, text) from the top heading down
+    for block in blocks:
+        if block.type is BlockType.HEADING:
+            level = block.heading_level or 1
+            title = push_heading(stack, level, block.text)
+            line = f"{'#' * level} {block.text}".rstrip()  # the stored text keeps the source line
+            sections.append(_Section(line, title, [t for _, t in stack], []))
+        else:
+            sections[-1].body.append(block)
+    return sections
