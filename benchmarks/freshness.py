@@ -13,6 +13,9 @@ page), rename, delete — and bursts of 10 edits at once, and times each from th
 query whose results show it (the page's chunk with the new sentence among the top 5; the renamed page under
 its new path only; the deleted page in no result). Runs are read back over GraphQL to split each
 change's time into: until the sensor asked (tick), queued, run start to end.
+
+With --watch, `rag watch` runs beside `dagster dev` (rag_assets.orchestration.watch) and asks for
+the runs on file events; the sensor stays on and stands back while the watcher's heartbeat is fresh.
 """
 
 from __future__ import annotations
@@ -267,13 +270,15 @@ def main() -> None:
     parser.add_argument("--label", default="this checkout")
     parser.add_argument("--out", type=Path, help="append the result table to this markdown file")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--watch", action="store_true",
+                        help="also run `rag watch` beside dagster dev (the sensor stays on and stands back)")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="rag-freshness-"))
     shutil.copytree(REPO / "data" / "docs", scratch / "docs")
     shutil.copytree(REPO / "data" / "eval", scratch / "eval")
     env = scratch_env(scratch)
-    dagster = None
+    dagster = watcher = None
     try:
         t0 = time.monotonic()
         subprocess.run([str(Path(sys.executable).with_name("rag")), "ingest", "--json"], cwd=REPO, env=env,
@@ -282,6 +287,10 @@ def main() -> None:
         dagster = Dagster(env, scratch / "dagster-dev.log")
         location, repository = dagster.wait_loaded()
         dagster.start_sensor(location, repository, "docs_sensor")
+        if args.watch:
+            watcher = subprocess.Popen([str(Path(sys.executable).with_name("rag")), "watch", "--url", dagster.url],
+                                       cwd=REPO, env=env, stdout=open(scratch / "watch.log", "wb"),
+                                       stderr=subprocess.STDOUT, start_new_session=True)
         reader = Reader(env)
         time.sleep(10)  # the first sensor tick only takes the folder's snapshot
         singles_and_bursts = run_changes(reader, scratch / "docs", args.changes, args.bursts)
@@ -293,6 +302,13 @@ def main() -> None:
             with open(args.out, "a") as f:
                 f.write("\n" + table)
     finally:
+        if watcher:
+            watcher.send_signal(signal.SIGINT)
+            try:
+                watcher.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                watcher.kill()
+            print((scratch / "watch.log").read_text()[-2000:])
         if dagster:
             dagster.stop()
         if args.keep:

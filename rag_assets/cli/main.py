@@ -1,4 +1,4 @@
-"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask, corpora, ui. Ingestion always runs through Dagster.
+"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask, corpora, ui, watch. Ingestion always runs through Dagster.
 
 Every command works on one corpus (rag_assets.cli.corpora): `--corpus NAME`, or the one that owns
 the docs folder given; `rag ingest --docs-dir DIR` on a folder no corpus owns makes it a corpus of its own.
@@ -18,7 +18,7 @@ import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
-from rag_assets.cli import ui
+from rag_assets.cli import ui, watch
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
@@ -105,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=0, help="results retrieved per question (default RAG_EVAL_TOP_K=10)")
     p.add_argument("--json", action="store_true", help="print the metrics (mode -> metric -> value) and per-question rows")
 
+    watch.add_parser(sub)
     for name, command in sub.choices.items():
         if name not in ("query", "corpora", "ui"):  # `rag query --corpus` repeats (several corpora at once)
             command.add_argument("--corpus", dest="sub_corpus", metavar="NAME",
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_corpora(args)
         return {"ingest": _ingest, "ingest-doc": _ingest_doc, "query": _query, "evaluate": _evaluate, "ask": _ask,
-                "ui": ui.run}[args.command](args)
+                "ui": ui.run, "watch": watch.run}[args.command](args)
     except (ConfigurationError, FileNotFoundError) as exc:
         return _fail(args, f"configuration error: {_message(exc)}", EXIT_USAGE, debug)
     except RagError as exc:

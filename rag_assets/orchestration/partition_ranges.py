@@ -17,6 +17,10 @@ from typing import Iterable, Mapping, Sequence
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 MAX_GAP = 5  # unchanged keys a range may carry to avoid starting another run
+# ... for runs that go through the run queue (docs_sensor, `rag watch`): each of those waits for the
+# queue's dequeue and a launch (~2 s measured, one index run at a time), not ~0.3 s, so a burst of
+# edits across a folder is worth one run that also passes over the unchanged pages between them
+QUEUED_MAX_GAP = 100
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,13 @@
 """docs_sensor: follow every save, delete, rename, revert and restore in the docs folder.
 
-Each tick asks rag_assets.ingest.change_detection what changed since its cursor, keeps only the documents
-the one staleness rule (ingestion.stale_documents) says still need work (a version `rag ingest`
-already indexed needs no run), registers new documents as partitions, and requests the catalog run
-(only when files appeared or vanished: it removes vanished documents) plus runs over the changed
-documents in slices of RAG_DOCUMENTS_PER_RUN. Run keys come from the cursor's change counter:
-unique per change event, the same when one tick is evaluated twice.
-The sensor never removes most of the index on its own: such a tick is logged and skipped.
+Each tick plans what the folder's changes since its cursor need (change_runs.plan_change_runs: only
+documents still stale, new ones registered as partitions, documents runs queued before the catalog
+run, the deletion guard applied) and requests those runs. Run keys come from the cursor's change
+counter: unique per change event, the same when one tick is evaluated twice.
 
-The documents runs are queued before the catalog run: a new file is searchable after one run, not
-two (the documents run reads a key the catalog has not seen yet as its path).
+While `rag watch` follows the same folder (its heartbeat is fresh: watch_heartbeat), the sensor
+stands back and keeps its cursor: the watcher asks for the same runs without waiting for the
+daemon's sensor loop, and the sensor catches up on anything left once the watcher stops.
 
 evaluation_sensor: re-scores the index after it changed, batched. Each evaluation records the index
 generation it scored; when the generation now differs and no ingestion or evaluation run is queued
@@ -23,19 +21,15 @@ import time
 
 import dagster as dg
 
-from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
-from rag_assets.ingest.change_detection import detect_changes
-from rag_assets.models import Catalog
-from rag_assets.index.stage_store import StageStore
-
 from rag_assets.config import Settings
 from rag_assets.index.generation import EMPTY as EMPTY_INDEX, current_generation
 
 from rag_assets.corpus import Corpus
 
-from .assets import IngestionAssets, stale_now
+from .assets import IngestionAssets
+from .change_runs import plan_change_runs
 from .evaluation import GENERATION_KEY, EvaluationAssets
-from .partition_ranges import plan_runs
+from .watch_heartbeat import live_watcher
 
 # the run queue's tag limits (dagster.yaml) keep index writers one at a time and let one evaluation
 # run beside them
@@ -64,72 +58,37 @@ def build_docs_sensor(corpus: Corpus, assets: IngestionAssets) -> dg.SensorDefin
 
 
 def _docs_tick(context, settings: Settings, partitions, document_catalog, per_document) -> dg.SensorResult:
+    watcher = live_watcher(settings)
+    if watcher is not None:
+        # `rag watch` asks for these runs within a second of a save; the cursor stays, so once the
+        # watcher stops, the next tick catches up on whatever it left stale
+        return dg.SensorResult(skip_reason=dg.SkipReason(f"rag watch (pid {watcher['pid']} on {watcher['host']}) "
+                                                         f"follows {settings.docs_dir}"), cursor=context.cursor)
     try:
-        changes = detect_changes(settings.docs_dir, context.cursor, max_file_bytes=settings.max_file_bytes, wait=True,
-                                 index_snippets=settings.index_snippets)
+        plan = plan_change_runs(settings, context.cursor, context.instance.get_dynamic_partitions(partitions.name))
     except FileNotFoundError as exc:
         # the cursor is kept: a folder that comes back (remounted) is not a change
         return dg.SensorResult(skip_reason=dg.SkipReason(f"{exc}; nothing removed"), cursor=context.cursor)
-    for error in changes.errors:
-        context.log.warning(f"{error.path}: {error.reason}")
-    if changes.unstable:
-        context.log.info(f"{len(changes.unstable)} file(s) still being written, next tick: {changes.unstable[:5]}")
-    if not changes.any:
-        return dg.SensorResult(skip_reason=dg.SkipReason("no document changed"), cursor=changes.cursor)
-
-    stages = StageStore.for_settings(settings)
-    refusal = _mass_deletion(settings, stages, changes) if changes.deleted else None
-    if refusal:
-        context.log.warning(refusal)
-        if not changes.to_process:
-            # the cursor stays: the same look next tick, nothing removed until the files return or
-            # someone removes them on purpose (`rag ingest --allow-mass-delete`)
-            return dg.SensorResult(skip_reason=dg.SkipReason(refusal), cursor=context.cursor)
-        # new and changed files are still indexed; the vanished ones stay (no catalog run), and
-        # `rag ingest` or nightly_reconcile reports the refusal again
-
-    existing = context.instance.get_dynamic_partitions(partitions.name)
-    known = set(existing)
-    stale = stale_now(changes.to_process, stages, settings)
-    to_process = [r for r in changes.to_process if r.doc_path in stale or r.partition_key not in known]
-    new_keys = [r.partition_key for r in to_process if r.partition_key not in known]
-    order = list(existing) + new_keys  # the order the partitions will have once added
-    prefix = f"docs-{changes.tick}"
-    run_requests = []
-    for i, run in enumerate(plan_runs(order, {r.partition_key for r in to_process}, settings.documents_per_run)):
-        run_requests.append(
-            dg.RunRequest(
-                run_key=f"{prefix}-documents-{i}",
-                asset_selection=[a.key for a in per_document],
-                tags={**run.tags, **INDEX_RUN_TAGS, "rag/changed_documents": str(len(run.keys))},
-            )
-        )
-    if (new_keys or changes.deleted) and not refusal:
+    for warning in plan.warnings:
+        context.log.warning(warning)
+    for note in plan.notes:
+        context.log.info(note)
+    if not plan.any:
+        return dg.SensorResult(skip_reason=dg.SkipReason(plan.skip_reason), cursor=plan.cursor)
+    prefix = f"docs-{plan.tick}"
+    run_requests = [
+        dg.RunRequest(run_key=f"{prefix}-documents-{i}", asset_selection=[a.key for a in per_document],
+                      tags={**run.tags, **INDEX_RUN_TAGS, "rag/changed_documents": str(len(run.keys))})
+        for i, run in enumerate(plan.document_runs)
+    ]
+    if plan.catalog:
         run_requests.append(dg.RunRequest(run_key=f"{prefix}-catalog", asset_selection=[document_catalog.key],
                                           tags=INDEX_RUN_TAGS))
-    if not run_requests:
-        return dg.SensorResult(skip_reason=dg.SkipReason("changed files are already indexed"), cursor=changes.cursor)
     return dg.SensorResult(
         run_requests=run_requests,
-        dynamic_partitions_requests=[partitions.build_add_request(new_keys)] if new_keys else [],
-        cursor=changes.cursor,
+        dynamic_partitions_requests=[partitions.build_add_request(plan.new_keys)] if plan.new_keys else [],
+        cursor=plan.cursor,
     )
-
-
-def _mass_deletion(settings, stages: StageStore, changes) -> str | None:
-    """The catalog run's deletion guard, applied before asking for that run."""
-    previous = stages.read_catalog()
-    if previous is None:
-        return None
-    gone = set(changes.deleted)
-    remaining = Catalog(
-        docs_dir=str(settings.docs_dir),
-        documents=[d for d in previous.documents if d.doc_path not in gone] + list(changes.added),
-        errors=list(changes.errors),
-    )
-    vanished = vanished_documents(remaining, stages)
-    return deletion_refusal(remaining, vanished, settings.max_delete_share, settings.mass_delete_min_documents,
-                            settings.allow_mass_delete)
 
 
 _IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,

@@ -217,3 +217,22 @@ def test_a_refused_removal_still_indexes_what_is_new(instance, rag_env):
     launch(instance, result)
     assert "pump seal" in indexed_text("mine/notes.md")
     assert "incrementally" in indexed_text("guide/streaming.md")  # the old documents are kept
+
+
+def test_the_sensor_stands_back_while_rag_watch_follows_the_folder_and_catches_up_after(instance, rag_env):
+    from rag_assets.config import Settings
+    from rag_assets.orchestration.watch_heartbeat import Heartbeat, live_watcher
+
+    cursor = tick(instance).cursor
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    settings = Settings.from_env()
+    with Heartbeat(settings):
+        assert live_watcher(settings)["pid"] == os.getpid()
+        write(doc, doc.read_text() + "\nA paragraph saved while the watcher runs.\n")
+        held = tick(instance, cursor)
+        assert not held.run_requests and "rag watch" in held.skip_reason.skip_message
+        assert held.cursor == cursor  # kept: nothing the watcher leaves undone is lost
+    assert live_watcher(settings) is None  # the heartbeat is gone with the watcher
+    after = tick(instance, held.cursor)
+    run = documents_run(after)
+    assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == run.tags[ASSET_PARTITION_RANGE_END_TAG] == "guide/streaming.md"

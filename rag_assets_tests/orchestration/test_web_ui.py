@@ -15,18 +15,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.conftest import SAMPLE_EVAL_SET, instance_yaml, subprocess_env, write_corpus
+from rag_assets_tests.conftest import SAMPLE_EVAL_SET, write_corpus
+from rag_assets_tests.support.dagster_dev import dagster_dev, dagster_dev_env
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -40,49 +35,10 @@ PER_DOCUMENT = CHAIN[1:]
 EDGES = set(zip(CHAIN, CHAIN[1:])) | {("vector_index", "index_audit"), ("vector_index", "retrieval_evaluation"),
                                       ("document_catalog", "synthetic_eval_set"),
                                       ("synthetic_eval_set", "retrieval_evaluation")}
-TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does it)"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Webserver:
-    def __init__(self, port: int, log: Path):
-        self.url = f"http://127.0.0.1:{port}"
-        self.log = log
-
-    def gql(self, query: str, variables: dict | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            payload = json.load(response)
-        assert "errors" not in payload, payload["errors"]
-        return payload["data"]
-
-    def runs(self) -> list[dict]:
-        data = self.gql("{ runsOrError { ... on Runs { results { runId status assetSelection { path } "
-                        "tags { key value } } } } }")
-        return data["runsOrError"]["results"]
-
-    def wait_for_runs(self, count: int, timeout: float = 120) -> list[dict]:
-        """Wait until at least `count` runs exist and all of them have finished."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            runs = self.runs()
-            if len(runs) >= count and all(r["status"] in TERMINAL for r in runs):
-                return runs
-            time.sleep(0.5)
-        pytest.fail(f"runs not finished after {timeout} s: {self.runs()}\n{self.tail()}")
-
-    def tail(self, chars: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
 
 @pytest.fixture
@@ -91,67 +47,12 @@ def webserver(tmp_path):
     write_corpus(tmp_path / "docs")
     (tmp_path / "eval").mkdir()
     (tmp_path / "eval" / "small.jsonl").write_text("\n".join(json.dumps(q) for q in SAMPLE_EVAL_SET) + "\n")
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    storage = f"  sqlite:\n    base_dir: {tmp_path}/dagster/storage"
-    # the repo's queue and launcher settings: runs start in WarmRunLauncher's pre-warmed workers
-    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, storage, "    dequeue_interval_seconds: 1\n"
-                                                     "run_launcher:\n  module: rag_assets.orchestration.warm_launcher\n"
-                                                     "  class: WarmRunLauncher\n"))
-    env = subprocess_env(
-        tmp_path,
-        DAGSTER_HOME=str(home),
-        RAG_EVAL_MIN_HYBRID_RECALL_AT_5="0.5",
-        DAGSTER_DISABLE_TELEMETRY="1",
-        # this test launches and counts its own evaluation runs: evaluation_sensor ticks once at start only
-        RAG_EVALUATION_INTERVAL_SECONDS="3600",
-    )
-    port = _free_port()
-    log = tmp_path / "dagster-dev.log"
-    dagster = Path(sys.executable).with_name("dagster")
-    with open(log, "wb") as out:
-        # its own session: SIGTERM to the group stops the webserver, the daemon and the code server
-        proc = subprocess.Popen(
-            [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    server = Webserver(port, log)
-    try:
-        _wait_until_loaded(server, proc)
+    env = dagster_dev_env(tmp_path,
+                          RAG_EVAL_MIN_HYBRID_RECALL_AT_5="0.5",
+                          # this test launches and counts its own evaluation runs: evaluation_sensor ticks once at start only
+                          RAG_EVALUATION_INTERVAL_SECONDS="3600")
+    with dagster_dev(tmp_path, env, set(STAGES)) as server:
         yield server
-    finally:
-        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-            if proc.poll() is not None:
-                break
-            try:
-                os.killpg(proc.pid, sig)
-                proc.wait(timeout=wait)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-
-
-def _wait_until_loaded(server: Webserver, proc: subprocess.Popen, timeout: float = 90) -> None:
-    """/server_info answers, then the code location is loaded and its assets are in the graph."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"dagster dev exited with {proc.returncode}:\n{server.tail()}")
-        try:
-            urllib.request.urlopen(f"{server.url}/server_info", timeout=2).read()
-            data = server.gql("{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus "
-                              "locationOrLoadError { __typename ... on PythonError { message } } } } } }")
-            entries = data["workspaceOrError"]["locationEntries"]
-            errors = [e for e in entries if e["locationOrLoadError"]
-                      and e["locationOrLoadError"]["__typename"] == "PythonError"]
-            assert not errors, errors
-            if entries and all(e["loadStatus"] == "LOADED" for e in entries):
-                nodes = server.gql("{ assetNodes { assetKey { path } } }")["assetNodes"]
-                if {n["assetKey"]["path"][-1] for n in nodes} >= set(STAGES):
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"the webserver did not load the code location within {timeout} s:\n{server.tail()}")
 
 
 # The lineage graph is an SVG: asset nodes are <foreignObject>s, edges are <path>s with an arrow marker,

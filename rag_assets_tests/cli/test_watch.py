@@ -1,0 +1,69 @@
+"""`rag watch` beside a real `dagster dev` (queue, daemon, warm launcher) with docs_sensor on: what
+was stale when it started is indexed, a save and a deletion become runs the daemon starts (tagged as
+the watcher's), the sensor stands back meanwhile, and Ctrl-C stops it and removes its heartbeat."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.dagster_dev import REPO, dagster_dev, dagster_dev_env
+
+STAGES = {"document_catalog", "parsed_documents", "markdown_blocks", "document_chunks", "chunk_embeddings",
+          "vector_index"}
+NEW_SENTENCE = "Quokkas file their expense reports every second Thursday."
+
+
+def query(env, text: str) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-m", "rag_assets", "query", text, "--json", "--top-k", "10"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)["results"]
+
+
+def wait_for(what: str, done, timeout: float = 180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def test_rag_watch_queues_the_runs_each_change_needs(tmp_path):
+    docs = write_corpus(tmp_path / "docs")
+    env = dagster_dev_env(tmp_path)
+    with dagster_dev(tmp_path, env, STAGES) as server:
+        location = server.gql("{ workspaceOrError { ... on Workspace { locationEntries { name } } } }")[
+            "workspaceOrError"]["locationEntries"][0]["name"]
+        server.gql("mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename } }",
+                   {"s": {"repositoryLocationName": location, "repositoryName": "__repository__",
+                          "sensorName": "docs_sensor"}})
+        log = tmp_path / "watch.log"
+        with open(log, "wb") as out:
+            watcher = subprocess.Popen([sys.executable, "-m", "rag_assets", "watch", "--url", server.url], cwd=REPO,
+                                       env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            # nothing was indexed before: the watcher's first look queues every document
+            wait_for("the first look's runs", lambda: any(r["doc_path"] == "rate-limits.md"
+                                                           for r in query(env, "requests per minute rate limit")))
+            page = docs / "guide" / "streaming.md"
+            page.write_text(page.read_text() + f"\n\n{NEW_SENTENCE}\n", encoding="utf-8")
+            wait_for("the saved sentence", lambda: any(NEW_SENTENCE in r["text"] for r in query(env, NEW_SENTENCE)))
+            (docs / "rate-limits.md").unlink()
+            wait_for("the deletion", lambda: not any(r["doc_path"] == "rate-limits.md"
+                                                      for r in query(env, "requests per minute rate limit")))
+            runs = server.wait_for_runs(1)
+            index_runs = [r for r in runs if {"key": "rag/run", "value": "index"} in r["tags"]]
+            assert index_runs and all({"key": "rag/requested_by", "value": "rag watch"} in r["tags"]
+                                      for r in index_runs), index_runs  # none from the sensor: it stood back
+            assert all(r["status"] == "SUCCESS" for r in index_runs), index_runs
+        finally:
+            watcher.send_signal(signal.SIGINT)
+            code = watcher.wait(timeout=30)
+        output = log.read_text()
+        assert code == 0, output
+        assert "following" in output and "stopped" in output, output
+        assert not (tmp_path / "state" / "watch.json").exists()
