@@ -4,8 +4,8 @@ corpus (data/docs, data/eval) with every piece of state in a temporary folder.
 
 Taken from those pages: the `.venv/bin/rag …`, `.venv/bin/dagster asset materialize …` and
 `.venv/bin/dagster job execute …` lines of its ```bash blocks (the first block's chain of commands
-included) and of inline code spans. Left to other tests: `dagster dev` and `rag ui` (test_web_ui.py and
-cli/test_ui.py start them) and the test command itself. `rag ask` is pointed at an OpenAI-compatible stub server
+included) and of inline code spans. Left to other tests: `dagster dev`, `rag ui` and `rag watch` (test_web_ui.py,
+cli/test_ui.py and cli/test_watch.py start them) and the test command itself. `rag ask` is pointed at an OpenAI-compatible stub server
 started here (the README says to set OPENAI_BASE_URL / OPENAI_API_KEY for it).
 """
 
@@ -31,7 +31,7 @@ def documentation() -> str:
     pages = list(dict.fromkeys(re.findall(r"\]\((docs/[a-z0-9_-]+\.md)\)", readme)))
     return "\n".join([readme] + [(REPO / page).read_text(encoding="utf-8") for page in pages])
 RUNNABLE = (".venv/bin/rag ", ".venv/bin/dagster asset materialize ", ".venv/bin/dagster job execute ")
-SERVERS = (".venv/bin/rag ui",)  # run until stopped: cli/test_ui.py starts and stops it
+SERVERS = (".venv/bin/rag ui", ".venv/bin/rag watch")  # run until stopped: cli/test_ui.py, cli/test_watch.py
 KEY = "sk-readme-test-0000"
 
 
