@@ -13,7 +13,10 @@ dagster.yaml (batching SQLite event log), each step a fresh `rag ingest --json` 
    batches exactly as ingestion does); ingest ÷ raw encode is the overhead ratio;
 3. a no-op re-run; 4. one document edited (one paragraph appended);
 5. with --graphql: `dagster-webserver` on the scratch instance, and the time for the partition
-   statuses of `vector_index` (the asset page's query) over GraphQL;
+   statuses of `vector_index` (the asset page's query) over GraphQL; with --ui as well, the asset
+   page of `vector_index` (its partitions view) in headless Chromium: time to the page's first
+   render and until the partition counts are drawn (Debian's chromium, driven by playwright);
+   with --materialize-one: `dagster asset materialize` of the per-document assets for one partition;
    with --sensor: `docs_sensor` ticks on the scratch instance (build_sensor_context): a first tick
    over every file, a tick with no change, a tick after one edit;
 6. with --kill-test M: a fresh corpus of M tiny pages, `rag ingest` SIGKILLed after
@@ -162,7 +165,7 @@ PARTITIONS_QUERY = """query {
 }"""
 
 
-def graphql_partition_statuses(env: dict[str, str], port: int = 3390) -> dict:
+def graphql_partition_statuses(env: dict[str, str], port: int = 3390, ui: bool = False) -> dict:
     proc = subprocess.Popen(
         [str(Path(PYTHON).with_name("dagster-webserver")), "-h", "127.0.0.1", "-p", str(port), "-w", str(ROOT / "workspace.yaml")],
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -183,10 +186,49 @@ def graphql_partition_statuses(env: dict[str, str], port: int = 3390) -> dict:
             result = json.loads(urllib.request.urlopen(request, timeout=300).read())
             timings.append(time.perf_counter() - started)
         stats = result["data"]["assetNodes"][0]["partitionStats"]
-        return {"first": timings[0], "warm_median": sorted(timings[1:])[1], "stats": stats}
+        out = {"first": timings[0], "warm_median": sorted(timings[1:])[1], "stats": stats}
+        if ui:
+            out["ui"] = [asset_page_in_browser(f"http://127.0.0.1:{port}", stats["numPartitions"]) for _ in range(3)]
+        return out
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def asset_page_in_browser(url: str, partitions: int) -> dict:
+    """Seconds from navigation to the asset page's first render (its title drawn) and to the
+    partitions view showing the partition count, in a fresh headless Chromium page."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("--ui needs Debian's chromium (apt-get install chromium)")
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"]
+    count = re.compile(f"{partitions:,}|{partitions}")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=args)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            started = time.perf_counter()
+            page.goto(f"{url}/assets/vector_index?view=partitions", wait_until="commit")
+            page.get_by_text("vector_index").first.wait_for(timeout=300_000)
+            first = time.perf_counter() - started
+            page.get_by_text(count).first.wait_for(timeout=300_000)
+            return {"first_render": first, "partitions_drawn": time.perf_counter() - started}
+        finally:
+            browser.close()
+
+
+def materialize_one(env: dict[str, str], partition: str) -> dict:
+    """`dagster asset materialize` of the per-document assets for one partition (a fresh process)."""
+    cmd = [str(Path(PYTHON).with_name("dagster")), "asset", "materialize", "-m", "rag_assets", "--select",
+           "parsed_documents,markdown_blocks,document_chunks,chunk_embeddings,vector_index", "--partition", partition]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"dagster asset materialize failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return {"wall": time.perf_counter() - started}
 
 
 SENSOR_TICKS = r"""
@@ -305,6 +347,8 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     parser.add_argument("--graphql", action="store_true")
     parser.add_argument("--sensor", action="store_true")
+    parser.add_argument("--ui", action="store_true", help="with --graphql: the asset page in headless Chromium")
+    parser.add_argument("--materialize-one", action="store_true", help="dagster asset materialize of one partition")
     parser.add_argument("--tiny", action="store_true", help="one-sentence pages instead of textbook sections")
     parser.add_argument("--kill-test", type=int, default=0, metavar="M")
     parser.add_argument("--kill-after", type=float, default=300.0)
@@ -366,10 +410,21 @@ def main() -> int:
             lines += [f"| {label} | {sec:.1f} | {pct:.1f}% |" for label, sec, pct in breakdown(base / "full.raw", 50)]
             lines.append("")
         if args.graphql:
-            g = graphql_partition_statuses(env)
+            g = graphql_partition_statuses(env, ui=args.ui)
             lines += [f"GraphQL, `vector_index` partition statuses ({g['stats']['numPartitions']} partitions, "
                       f"{g['stats']['numMaterialized']} materialized): first query {g['first']:.2f} s "
                       f"(loads the code location), then {g['warm_median']:.2f} s (median of 3).", ""]
+            if args.ui:
+                firsts = sorted(u["first_render"] for u in g["ui"])
+                drawn = sorted(u["partitions_drawn"] for u in g["ui"])
+                lines += [f"The `vector_index` asset page (partitions view) in headless Chromium, 3 fresh pages: "
+                          f"first render {firsts[0]:.2f}–{firsts[-1]:.2f} s, partition count drawn "
+                          f"{drawn[0]:.2f}–{drawn[-1]:.2f} s.", ""]
+        if args.materialize_one:
+            key = sorted(docs.rglob("*.md"))[args.docs // 3].relative_to(docs).as_posix()
+            m = [materialize_one(env, key)["wall"] for _ in range(3)]
+            lines += [f"`dagster asset materialize` of the per-document assets for one partition ({key}), "
+                      f"3 runs: {min(m):.2f}–{max(m):.2f} s (median {sorted(m)[1]:.2f} s).", ""]
         if args.sensor:
             t = sensor_ticks(env)
             lines += [f"`docs_sensor` ticks ({t['files']:,} files, build_sensor_context on the scratch instance): "

@@ -7,8 +7,9 @@ the ~8 s the sensor alone takes (rag_assets.orchestration.watch, benchmarks/fres
 
 from __future__ import annotations
 
+import signal
 import sys
-import time
+import threading
 
 
 def add_parser(sub) -> None:
@@ -28,16 +29,38 @@ def run(args) -> int:
     settings = args.corpus.settings()
     if not settings.docs_dir.is_dir():
         raise FileNotFoundError(2, "No such directory", str(settings.docs_dir))
+    stop = stop_on_signals()
+    say = lambda line: print(line, flush=True)  # noqa: E731
     submitter = GraphQLSubmitter(args.url)
     if not submitter.reachable():
         print(f"rag watch: waiting for the Dagster webserver at {submitter.url} (start it with `rag ui`)", file=sys.stderr)
         while not submitter.reachable():
-            time.sleep(1)
+            if stop.wait(1):
+                say("rag watch: stopped before the webserver answered")
+                return 0
     instance = get_instance()
-    say = lambda line: print(line, flush=True)  # noqa: E731
     say(f"rag watch: following {settings.docs_dir} (corpus {args.corpus.name}); runs go to {submitter.url}; "
         "Ctrl-C stops")
     DocsWatcher(corpus_definitions(args.corpus.name), instance, submitter,
-                say=say).follow()
+                say=say).follow(stop_event=stop)
     say("rag watch: stopped; docs_sensor follows the folder again")
     return 0
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by Ctrl-C (SIGINT) or SIGTERM: the watcher finishes the look it is in, removes its
+    heartbeat and exits 0; a second signal interrupts at once.
+
+    Installed explicitly because a shell's `rag watch &` (and anything started from a background job)
+    leaves SIGINT ignored in the child, and SIGTERM, what service managers send, would otherwise kill the
+    watcher without a word."""
+    stop = threading.Event()
+
+    def handle(signum, _frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+    return stop

@@ -1,6 +1,7 @@
 """`rag watch` beside a real `dagster dev` (queue, daemon, warm launcher) with docs_sensor on: what
 was stale when it started is indexed, a save and a deletion become runs the daemon starts (tagged as
-the watcher's), the sensor stands back meanwhile, and Ctrl-C stops it and removes its heartbeat."""
+the watcher's), the sensor stands back meanwhile, and Ctrl-C stops it and removes its heartbeat, even
+when it was started with SIGINT ignored (a shell's background job, as CI may be)."""
 
 import json
 import signal
@@ -32,20 +33,29 @@ def wait_for(what: str, done, timeout: float = 180):
     raise AssertionError(f"{what}: not within {timeout} s")
 
 
+def start_watcher(args: list[str], env, log, ignore_sigint: bool = True) -> subprocess.Popen:
+    # what `rag watch &` in a script does to the child: SIGINT ignored (the watcher must still stop on it)
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "rag_assets", "watch", *args], cwd=REPO, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=ignore)
+
+
 def test_rag_watch_queues_the_runs_each_change_needs(tmp_path):
     docs = write_corpus(tmp_path / "docs")
     env = dagster_dev_env(tmp_path)
     with dagster_dev(tmp_path, env, STAGES) as server:
-        location = server.gql("{ workspaceOrError { ... on Workspace { locationEntries { name } } } }")[
-            "workspaceOrError"]["locationEntries"][0]["name"]
-        server.gql("mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename } }",
-                   {"s": {"repositoryLocationName": location, "repositoryName": "__repository__",
-                          "sensorName": "docs_sensor"}})
         log = tmp_path / "watch.log"
-        with open(log, "wb") as out:
-            watcher = subprocess.Popen([sys.executable, "-m", "rag_assets", "watch", "--url", server.url], cwd=REPO,
-                                       env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        watcher = start_watcher(["--url", server.url], env, log)
         try:
+            # the sensor goes on once the watcher's heartbeat is there: a tick before it would rightly
+            # queue runs of its own for what nobody was watching yet
+            wait_for("the watcher's heartbeat", lambda: (tmp_path / "state" / "watch.json").exists(), timeout=120)
+            location = server.gql("{ workspaceOrError { ... on Workspace { locationEntries { name } } } }")[
+                "workspaceOrError"]["locationEntries"][0]["name"]
+            server.gql("mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename } }",
+                       {"s": {"repositoryLocationName": location, "repositoryName": "__repository__",
+                              "sensorName": "docs_sensor"}})
             # nothing was indexed before: the watcher's first look queues every document
             wait_for("the first look's runs", lambda: any(r["doc_path"] == "rate-limits.md"
                                                            for r in query(env, "requests per minute rate limit")))
@@ -67,3 +77,17 @@ def test_rag_watch_queues_the_runs_each_change_needs(tmp_path):
         assert code == 0, output
         assert "following" in output and "stopped" in output, output
         assert not (tmp_path / "state" / "watch.json").exists()
+
+
+def test_sigterm_stops_a_watcher_still_waiting_for_the_webserver(tmp_path):
+    write_corpus(tmp_path / "docs")
+    env = dagster_dev_env(tmp_path)
+    log = tmp_path / "watch.log"
+    watcher = start_watcher(["--url", "http://127.0.0.1:9"], env, log)  # nothing listens on port 9 (discard)
+    try:
+        wait_for("the wait for the webserver", lambda: "waiting for the Dagster webserver" in log.read_text(), timeout=60)
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        code = watcher.wait(timeout=30)
+    assert code == 0, log.read_text()
+    assert "stopped before the webserver answered" in log.read_text()
