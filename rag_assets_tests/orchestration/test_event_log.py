@@ -64,3 +64,42 @@ def test_batched_writes_record_what_the_stock_storage_records(tmp_path, monkeypa
     assert batched == stock
     assert stock["first"]["materialized"] == [f"p{i:03d}" for i in range(30)] + ["p035"]
     assert max(batches) >= 30, f"the range run's events were not batched: {batches}"
+
+
+def test_dynamic_partition_keys_are_read_again_only_after_a_change(tmp_path, monkeypatch):
+    """Dagster reads every key of a definition many times a run; the storage keeps them until any
+    writer changes them. Two storages on the same files stand for two processes."""
+    base = str(tmp_path / "runs")
+    mine, other = event_log.BatchingSqliteEventLogStorage(base), event_log.BatchingSqliteEventLogStorage(base)
+    reads = []
+    stock_read = event_log.SqliteEventLogStorage.get_dynamic_partitions
+
+    def counted(self, name):
+        reads.append(name)
+        return stock_read(self, name)
+
+    monkeypatch.setattr(event_log.SqliteEventLogStorage, "get_dynamic_partitions", counted)
+    assert mine.get_dynamic_partitions("pages") == []
+    other.add_dynamic_partitions("pages", ["a.md", "b.md", "c.md"])
+    assert mine.get_dynamic_partitions("pages") == ["a.md", "b.md", "c.md"]
+    reads.clear()
+    for _ in range(5):
+        assert mine.get_dynamic_partitions("pages") == ["a.md", "b.md", "c.md"]
+    assert reads == [], "unchanged keys were read again"
+
+    other.delete_dynamic_partition("pages", "b.md")  # a deletion alone
+    assert mine.get_dynamic_partitions("pages") == ["a.md", "c.md"]
+    # the newest key renamed: SQLite gives the new row the deleted row's id (count and largest id unchanged)
+    other.delete_dynamic_partition("pages", "c.md")
+    other.add_dynamic_partitions("pages", ["d.md"])
+    assert mine.get_dynamic_partitions("pages") == ["a.md", "d.md"]
+    other.add_dynamic_partitions("docs", ["x.md"])  # another definition: at most one read more
+    assert mine.get_dynamic_partitions("pages") == ["a.md", "d.md"]
+    reads.clear()
+    assert mine.get_dynamic_partitions("pages") == ["a.md", "d.md"] and reads == []
+    mine.get_dynamic_partitions("pages").append("not kept")  # callers get a copy
+    assert mine.get_dynamic_partitions("pages") == ["a.md", "d.md"]
+    # a writer with Dagster's stock storage (no counter) adding keys is seen through the largest id
+    stock = event_log.SqliteEventLogStorage(base)
+    stock.add_dynamic_partitions("pages", ["e.md"])
+    assert mine.get_dynamic_partitions("pages") == ["a.md", "d.md", "e.md"]
