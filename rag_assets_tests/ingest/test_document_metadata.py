@@ -84,3 +84,18 @@ def test_rag_ingest_with_required_metadata_names_the_document_and_indexes_the_re
     metas = client.get_collection("rag_chunks").get(include=["metadatas"])["metadatas"]
     assert metas and {m["doc_path"] for m in metas} == {"intro.md"}
     assert all(m["source"] == "Core Rules v3.1" and m["last_update_date"] == "2025-03-04" for m in metas)
+
+
+def test_the_git_head_is_asked_once_for_many_documents_and_again_later(tmp_path, monkeypatch):
+    from rag_assets.ingest import document_metadata
+
+    root = write_corpus(tmp_path / "docs", {f"p{i}.md": f"# Page {i}\n\nText {i}.\n" for i in range(50)})
+    asked = []
+    monkeypatch.setattr(document_metadata, "_read_git_head", lambda d: asked.append(d) or "")
+    for ref in discover(root).documents:
+        complete(read_document(ref), ref, MetadataPolicy())
+    assert asked == [str(root)]  # was one `git rev-parse` a document
+    monkeypatch.setattr(document_metadata, "_HEAD_TTL_SECONDS", 0.0)  # "later": a commit since is seen
+    (ref, *_) = discover(root).documents
+    complete(read_document(ref), ref, MetadataPolicy())
+    assert len(asked) == 2
