@@ -74,6 +74,10 @@ catalog_documents = sa.Table(
     sa.Column("file_hash", sa.String(64), nullable=False, default=""),
     sa.Column("imports", sa.Text, nullable=False, default=""),
 )
+# a run looks its documents up by partition key: without it, a table scan per asset and run (N² over an ingest)
+sa.Index("catalog_documents_partition_key", catalog_documents.c.partition_key)
+# Indexes added after a table was first created: made in place on a database from an earlier version.
+_ADDED_INDEXES = (("catalog_documents", "catalog_documents_partition_key"),)
 # Columns added after a table was first created: (table, column, SQL type and default), added in place.
 _ADDED_COLUMNS = (
     ("catalog_documents", "file_hash", "VARCHAR(64) NOT NULL DEFAULT ''"),
@@ -115,17 +119,25 @@ state_meta = sa.Table(
 )
 
 
-def _missing_columns(conn) -> list[tuple[str, str, str]]:
+def _missing_additions(conn) -> list[tuple[str, str, str]]:
+    """Columns and indexes added since an existing database was made: (table, name, column DDL or "")."""
     inspector = sa.inspect(conn)
     tables = set(inspector.get_table_names())
     columns = {t: {c["name"] for c in inspector.get_columns(t)} for t in {t for t, _, _ in _ADDED_COLUMNS} & tables}
-    return [(t, c, ddl) for t, c, ddl in _ADDED_COLUMNS if t in columns and c not in columns[t]]
+    indexes = {t: {i["name"] for i in inspector.get_indexes(t)} for t in {t for t, _ in _ADDED_INDEXES} & tables}
+    return ([(t, c, ddl) for t, c, ddl in _ADDED_COLUMNS if t in columns and c not in columns[t]]
+            + [(t, i, "") for t, i in _ADDED_INDEXES if t in indexes and i not in indexes[t]])
 
 
-def _add_columns(conn) -> None:
-    """A database made by an earlier version gains the columns added since (tables keep their rows)."""
-    for table, column, ddl in _missing_columns(conn):
-        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+def _add_missing(conn) -> None:
+    """A database made by an earlier version gains the columns and indexes added since (tables keep their rows)."""
+    for table, name, ddl in _missing_additions(conn):
+        if ddl:
+            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
+    for table, name, ddl in _missing_additions(conn):
+        if not ddl:
+            (index,) = [i for i in metadata.tables[table].indexes if i.name == name]
+            index.create(conn, checkfirst=True)
 
 
 class StateDB:
@@ -170,19 +182,19 @@ class StateDB:
         if self.is_sqlite:
             with self.read() as conn:
                 present = set(sa.inspect(conn).get_table_names())
-                missing = _missing_columns(conn)
+                missing = _missing_additions(conn)
             if present >= set(metadata.tables) and not missing and self.get_meta("schema_version"):
                 return  # nothing to create: a reader must not need write access
             with self.write() as conn:
                 metadata.create_all(conn)
-                _add_columns(conn)
+                _add_missing(conn)
                 self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
             return
         # several workers starting at once: one creates, the others wait on the advisory lock
         with self.engine.begin() as conn:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
             metadata.create_all(conn)
-            _add_columns(conn)
+            _add_missing(conn)
             self.insert_ignore(conn, state_meta, [{"key": "schema_version", "value": SCHEMA_VERSION}], ["key"])
 
     def _file_identity(self) -> tuple[int, int] | None:

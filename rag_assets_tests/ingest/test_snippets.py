@@ -102,7 +102,7 @@ def test_indexed_text_of_an_mdx_site_has_no_imports_or_tags_and_shows_its_snippe
     assert "TODO" not in install
 
 
-def test_a_catalog_table_of_an_earlier_version_gains_the_new_columns(site, tmp_path):
+def test_a_catalog_table_of_an_earlier_version_gains_the_new_columns_and_index(site, tmp_path):
     state = tmp_path / "state"
     stages = StageStore(state)
     stages.write_catalog(discover(site))
@@ -110,12 +110,16 @@ def test_a_catalog_table_of_an_earlier_version_gains_the_new_columns(site, tmp_p
     with sqlite3.connect(db) as conn:  # the table as an earlier version created it
         conn.execute("ALTER TABLE catalog_documents DROP COLUMN imports")
         conn.execute("ALTER TABLE catalog_documents DROP COLUMN file_hash")
+        conn.execute("DROP INDEX catalog_documents_partition_key")
     with state_db._OPEN_LOCK:  # a new process: the database is opened afresh
         state_db._OPEN.pop(next(url for url in state_db._OPEN if str(db) in url)).dispose()
     reopened = StageStore(state)
     catalog = discover(site, known=reopened.read_catalog())
     reopened.write_catalog(catalog)
     assert {d.doc_path: d.imports for d in StageStore(state).read_catalog().documents}["guides/install.mdx"] == "./_requirements.mdx"
+    with sqlite3.connect(db) as conn:  # a run's documents are looked up by key, not by scanning the table
+        plan = conn.execute("EXPLAIN QUERY PLAN SELECT * FROM catalog_documents WHERE partition_key IN ('a', 'b')").fetchall()
+    assert "catalog_documents_partition_key" in str(plan), plan
 
 
 def test_the_sensor_sees_a_snippet_edit_as_a_change_of_the_pages_that_show_it(site):
