@@ -242,10 +242,9 @@ def _nothing_to_index(settings) -> bool:
     """An empty docs folder on a fresh index: the typical result of pointing one level too low (or at
     the wrong folder). An emptied folder over an existing index is the deletion guard's to answer."""
     from rag_assets.index.stage_store import StageStore
-    from rag_assets.ingest.discovery import iter_markdown_files
+    from rag_assets.ingest.discovery import has_markdown_files
 
-    paths, refused = iter_markdown_files(settings.docs_dir)  # FileNotFoundError: the missing-folder message
-    if paths or refused:
+    if has_markdown_files(settings.docs_dir):  # FileNotFoundError: the missing-folder message
         return False
     catalog = StageStore.for_settings(settings).read_catalog()
     return catalog is None or not catalog.documents

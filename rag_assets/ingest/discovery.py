@@ -42,8 +42,9 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
     root = Path(docs_dir).resolve()
     earlier = {d.doc_path: d for d in known.documents} if known is not None and known.docs_dir == str(root) else {}
     documents: list[DocumentRef] = []
+    prefix = len(str(root).rstrip(os.sep)) + 1  # paths come from a walk of root: "<root>/<doc_path>"
     for path in paths:
-        doc_path = path.relative_to(root).as_posix()
+        doc_path = str(path)[prefix:].replace(os.sep, "/")
         try:
             last = earlier.get(doc_path)
             if last is not None:
@@ -71,13 +72,32 @@ def discover_for(settings, known: Catalog | None = None) -> Catalog:
 
 def iter_markdown_files(docs_dir: Path) -> tuple[list[Path], list[DiscoveryError]]:
     """Every markdown file under docs_dir that may be read, without reading it; refusals as errors."""
+    root = _root(docs_dir)
+    errors: list[DiscoveryError] = []
+    paths = [path for path in _markdown_files(root, errors)]
+    return paths, errors
+
+
+def has_markdown_files(docs_dir: Path) -> bool:
+    """Whether the folder holds a markdown file (or one refused with a reason): stops at the first."""
+    errors: list[DiscoveryError] = []
+    return next(_markdown_files(_root(docs_dir), errors), None) is not None or bool(errors)
+
+
+def _root(docs_dir: Path) -> Path:
     docs_dir = Path(docs_dir)
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"docs folder not found: {docs_dir} (set RAG_DOCS_DIR or pass --docs-dir)")
-    root = docs_dir.resolve()
-    errors: list[DiscoveryError] = []
-    paths: list[Path] = []
-    for path in _walk(root, root, set(), errors):
+    return docs_dir.resolve()
+
+
+def _markdown_files(root: Path, errors: list[DiscoveryError]):
+    for path, is_link in _walk(root, root, set(), errors):
+        if not is_link:
+            # neither it nor a folder above it (checked in _walk) leads out of root: no resolve,
+            # which is a system call a path component (half of a look at 100,000 files)
+            yield path
+            continue
         doc_path = path.relative_to(root).as_posix()
         try:
             real = path.resolve(strict=True)
@@ -87,8 +107,7 @@ def iter_markdown_files(docs_dir: Path) -> tuple[list[Path], list[DiscoveryError
         if not real.is_relative_to(root):
             errors.append(DiscoveryError(doc_path, "symlink resolves outside the docs folder; refused"))
             continue
-        paths.append(path)
-    return paths, errors
+        yield path
 
 
 class DocumentTooLarge(Exception):
@@ -129,7 +148,11 @@ def _walk(directory: Path, root: Path, seen_dirs: set[str], errors: list[Discove
                 continue
             yield from _walk(path, root, seen_dirs, errors)
         else:
-            yield path
+            try:
+                is_link = entry.is_symlink()
+            except OSError:
+                is_link = True  # let the resolve say what is wrong
+            yield path, is_link
 
 
 _HIDDEN = "hidden"
