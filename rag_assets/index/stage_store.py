@@ -98,12 +98,13 @@ class StageStore:
         out: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
         t = stage_records.c
         query = sa.select(t.doc_path, t.stage, t.source_hash, t.fingerprint)
+        parts, keep = _read_plan(doc_paths)
         with self.db.read() as conn:
-            parts = [None] if doc_paths is None else list(_chunks(doc_paths))
             for part in parts:
                 rows = conn.execute(query if part is None else query.where(t.doc_path.in_(part)))
                 for doc_path, stage, source_hash, fingerprint in rows:
-                    out[doc_path][stage] = (source_hash, fingerprint)
+                    if keep is None or doc_path in keep:
+                        out[doc_path][stage] = (source_hash, fingerprint)
         return out
 
     def is_current(self, stage: str, doc_path: str, source_hash: str, fingerprint: str = "") -> bool:
@@ -159,11 +160,12 @@ class StageStore:
         t = failures.c
         query = sa.select(t.doc_path, t.source_hash, t.stage, t.error)
         out: dict[str, dict] = {}
+        parts, keep = _read_plan(doc_paths)
         with self.db.read() as conn:
-            parts = [None] if doc_paths is None else list(_chunks(doc_paths))
             for part in parts:
                 for doc_path, source_hash, stage, error in conn.execute(query if part is None else query.where(t.doc_path.in_(part))):
-                    out[doc_path] = {"stage": stage, "error": error, "source_hash": source_hash}
+                    if keep is None or doc_path in keep:
+                        out[doc_path] = {"stage": stage, "error": error, "source_hash": source_hash}
         return out
 
     # the catalog of the last discovery ---------------------------------------------------------
@@ -216,6 +218,20 @@ class StageStore:
             documents = [DocumentRef(*row) for row in conn.execute(sa.select(*_REF_COLUMNS).order_by(catalog_documents.c.doc_path))]
             errors = [DiscoveryError(path, reason) for path, reason in conn.execute(sa.select(catalog_errors.c.path, catalog_errors.c.reason))]
         return Catalog(docs_dir=docs_dir, documents=documents, errors=errors)
+
+
+# Asked about this many documents or more, a read scans the table once and keeps theirs: ~2x
+# faster at 100,000 documents than 100 `IN (...)` queries of 1,000.
+_SCAN_FROM = 5_000
+
+
+def _read_plan(doc_paths: Sequence[str] | None) -> tuple[list[list[str] | None], set[str] | None]:
+    """(the IN-lists to query, None = one scan of the table; the doc paths to keep from a scan, None = every row)."""
+    if doc_paths is None:
+        return [None], None
+    if len(doc_paths) >= _SCAN_FROM:
+        return [None], set(doc_paths)
+    return list(_chunks(doc_paths)), None
 
 
 def _chunks(items: Iterable[str]) -> Iterable[list[str]]:

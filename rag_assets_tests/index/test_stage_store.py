@@ -55,3 +55,19 @@ def test_a_deleted_state_folder_is_not_written_through_a_stale_connection(tmp_pa
     assert stages.read(PARSED, "a.md") is None
     stages.write(PARSED, "b.md", "h", {}, "")
     assert (tmp_path / "state" / "state.sqlite").exists() and StageStore(tmp_path / "state").doc_paths() == {"b.md"}
+
+
+def test_headers_and_failures_of_many_documents_read_the_table_once_and_keep_only_theirs(tmp_path):
+    from rag_assets.index import stage_store
+
+    stages = StageStore(tmp_path)
+    stages.write_many(CHUNKS, [(f"d{i}.md", "h", [], "fp") for i in range(30)])
+    stages.record_failure("d3.md", "h", PARSED, "d3.md: bad")
+    stages.record_failure("other.md", "h", PARSED, "other.md: bad")
+    asked = [f"d{i}.md" for i in range(0, 30, 3)] + [f"missing{i}.md" for i in range(stage_store._SCAN_FROM)]
+    assert stage_store._read_plan(asked) == ([None], set(asked))  # one scan, not IN-lists
+    heads = stages.headers(asked)
+    assert sorted(heads) == sorted(f"d{i}.md" for i in range(0, 30, 3)) and heads["d3.md"] == {CHUNKS: ("h", "fp")}
+    assert list(stages.failures(asked)) == ["d3.md"]
+    few = stages.headers(["d1.md", "d2.md"])  # few: by IN-list, the same answer
+    assert sorted(few) == ["d1.md", "d2.md"]
