@@ -217,12 +217,12 @@ def _print_summary(summary, as_json: bool) -> int:
 
 
 def _ingest(args) -> int:
-    from rag_assets.orchestration.noop_check import quick_noop
+    from rag_assets.orchestration.noop_check import check_noop
 
     started = time.perf_counter()
     settings = args.corpus.settings()  # validate configuration before any run starts
     # nothing changed since the last full ingest? answered without importing Dagster (~2 s)
-    summary = quick_noop(settings) if args.workers == 1 else None
+    summary, look = check_noop(settings) if args.workers == 1 else (None, None)
     if summary is not None:
         summary.duration_seconds = round(time.perf_counter() - started, 3)
         return _print_summary(summary, args.json)
@@ -234,7 +234,7 @@ def _ingest(args) -> int:
 
     with _progress_bars(args):
         summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers,
-                         corpus=corpus_definitions(args.corpus.name))
+                         corpus=corpus_definitions(args.corpus.name), look=look)
     return _print_summary(summary, args.json)
 
 

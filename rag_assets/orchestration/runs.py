@@ -46,7 +46,7 @@ from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinit
 from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .assets import stale_now
-from .noop_check import dagster_home, record_noop_token, run_storage_state
+from .noop_check import FolderLook, dagster_home, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
 from .resources import store_writer_lock
@@ -118,19 +118,21 @@ def _holding(lock: FileLock, who: str):
     """Hold `lock`; when another process has it, say so on stderr (`who` holds it) and wait, for at
     most RAG_INGEST_LOCK_TIMEOUT seconds. Yields the seconds spent waiting."""
     timeout = _lock_timeout()
-    started = time.perf_counter()
+    waited = 0.0  # taken at once: no wait (an ingest given a FolderLook relies on it)
     try:
         lock.acquire(timeout=0)
     except Timeout:
         print(f"rag: {who} ({lock.lock_file}); waiting for it to finish", file=sys.stderr, flush=True)
+        started = time.perf_counter()
         try:
             lock.acquire(timeout=timeout)
         except Timeout:
             raise IngestBusyError(
                 f"{who}: {lock.lock_file} still held after {timeout:g} s ({INGEST_LOCK_TIMEOUT_VAR}); try again later"
             ) from None
+        waited = max(time.perf_counter() - started, 1e-6)
     try:
-        yield time.perf_counter() - started
+        yield waited
     finally:
         lock.release()
 
@@ -194,14 +196,15 @@ def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], 
 
 def ingest(
     only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False, workers: int = 1,
-    corpus: CorpusDefinitions = DEFAULT,
+    corpus: CorpusDefinitions = DEFAULT, look: FolderLook | None = None,
 ) -> IngestSummary:
     """Discover, register partitions, process the documents that changed; the summary the CLI prints.
 
     One ingest at a time per state folder (see the module docstring): a concurrent call waits.
     With an embedded store the ingest also holds the store's writer lock throughout (its process
     keeps the store open), so runs launched from the UI or the daemon wait for it; `workers` > 1
-    needs a Chroma server, which takes several writers."""
+    needs a Chroma server, which takes several writers. `look` (noop_check.check_noop's) saves
+    a second look at the folder, unless this ingest had to wait for another one."""
     settings = corpus.corpus.settings()
     if workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, got {workers}")
@@ -214,7 +217,7 @@ def ingest(
     writer = store_writer_lock(settings) if workers == 1 else None
     with ingest_lock(settings.state_dir) as waited, \
             _holding(writer, "another process is writing the vector store") if writer else nullcontext():
-        summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus)
+        summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look)
     summary.lock_wait_seconds = round(waited, 3)
     summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary
@@ -239,17 +242,20 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
 
 
 def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int,
-                   corpus: CorpusDefinitions) -> IngestSummary:
+                   corpus: CorpusDefinitions, look: FolderLook | None = None) -> IngestSummary:
     settings = corpus.corpus.settings()
     document_catalog = corpus.ingestion.document_catalog
     instance = get_instance()
     fail_orphaned_runs(instance)
     summary = IngestSummary()
     stages = StageStore.for_settings(settings)
-    stored = stages.read_catalog()
     # A look at the folder first (a file whose size, mtime and inode did not change is not re-read):
     # the catalog run only when files appeared or vanished.
-    seen = discover_for(settings, known=stored)
+    if look is not None:
+        stored, seen = look.stored, look.seen
+    else:
+        stored = stages.read_catalog()
+        seen = discover_for(settings, known=stored)
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
     ran_catalog = catalog_run_needed(stored, seen) or set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}

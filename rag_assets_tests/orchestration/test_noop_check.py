@@ -17,7 +17,8 @@ import pytest
 
 from rag_assets.config import Settings
 from rag_assets.index.locks import INGEST_LOCK_NAME
-from rag_assets.orchestration.noop_check import TOKEN_KEY, quick_noop, run_storage_state, sqlite_runs_db
+from rag_assets.orchestration import runs as runs_module
+from rag_assets.orchestration.noop_check import TOKEN_KEY, check_noop, quick_noop, run_storage_state, sqlite_runs_db
 from rag_assets.orchestration.runs import get_instance, ingest
 from rag_assets.index.stage_store import StageStore
 
@@ -100,7 +101,8 @@ def test_every_kind_of_change_takes_the_full_path_which_then_restores_the_answer
         monkeypatch.setenv("RAG_CHUNK_TARGET_TOKENS", "120")
     else:
         CHANGES[change](indexed)
-    assert quick() is None
+    answer, look = check_noop(Settings.from_env())
+    assert answer is None
     if change.startswith("wiped"):
         # in a new process, as in life (this one keeps the deleted databases open)
         out = subprocess.run([sys.executable, "-m", "rag_assets", "ingest", "--json"], capture_output=True, text=True, timeout=600)
@@ -110,7 +112,13 @@ def test_every_kind_of_change_takes_the_full_path_which_then_restores_the_answer
         if change == "wiped_chroma":
             assert summary["documents_processed"] == 3 and summary["chunks_written"] > 0
     else:
-        summary = ingest()
+        # the ingest starts from what the check saw: the folder is not walked a second time
+        assert look is not None
+        walks = []
+        walk = runs_module.discover_for
+        monkeypatch.setattr(runs_module, "discover_for", lambda *a, **k: walks.append(a) or walk(*a, **k))
+        summary = ingest(look=look)
+        assert walks == [], "the folder was walked again"
         assert not summary.errors
         if change in ("edit", "add"):
             assert summary.documents_processed >= 1, summary
@@ -143,6 +151,27 @@ def test_another_ingest_holding_the_lock_means_dont_know(indexed):
         holder.kill()
         holder.wait()
     assert quick() is not None
+
+
+def test_a_look_is_not_used_by_an_ingest_that_waited_for_another(indexed, monkeypatch):
+    _edit(indexed)
+    _answer, look = check_noop(Settings.from_env())
+    assert look is not None
+    lock_path = Settings.from_env().state_dir / INGEST_LOCK_NAME
+    holder = subprocess.Popen(  # another ingest, which may change the catalog while this one waits
+        [sys.executable, "-c", f"import time; from filelock import FileLock; l = FileLock({str(lock_path)!r}); "
+                               "l.acquire(); print('held', flush=True); time.sleep(2)"],
+        stdout=subprocess.PIPE, text=True)
+    walks = []
+    walk = runs_module.discover_for
+    monkeypatch.setattr(runs_module, "discover_for", lambda *a, **k: walks.append(a) or walk(*a, **k))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        summary = ingest(look=look)
+    finally:
+        holder.wait(timeout=30)
+    assert summary.lock_wait_seconds > 0 and len(walks) == 1, "the look from before the wait was used"
+    assert summary.documents_processed == 1
 
 
 def test_a_failed_document_means_no_answer_until_it_is_fixed(indexed):
