@@ -174,6 +174,29 @@ def test_a_look_is_not_used_by_an_ingest_that_waited_for_another(indexed, monkey
     assert summary.documents_processed == 1
 
 
+def test_a_run_made_by_another_process_during_an_ingest_means_every_document_is_checked_again(indexed, monkeypatch):
+    """After its runs an ingest re-checks only the documents it ran; a run it did not make (the
+    sensor's, the UI's) may have left another document stale, so then all are checked."""
+    _edit(indexed)
+    real = runs_module._run_documents
+
+    def with_a_foreign_run(instance, todo, *args, **kwargs):
+        ran = real(instance, todo, *args, **kwargs)
+        @dg.asset
+        def elsewhere():
+            return 1
+        assert dg.materialize([elsewhere], instance=instance).success  # a finished run of someone else
+        stages = StageStore.for_settings(Settings.from_env())  # ... which failed a document this ingest did not run
+        other = next(d for d in stages.read_catalog().documents if d.doc_path not in {r.doc_path for r in todo})
+        stages.record_failure(other.doc_path, other.content_hash, "parsed", f"{other.doc_path}: broken meanwhile")
+        return ran
+
+    monkeypatch.setattr(runs_module, "_run_documents", with_a_foreign_run)
+    summary = ingest()
+    assert summary.documents_processed == 1
+    assert quick() is None, "a no-op answer was recorded over a document left failed by another run"
+
+
 def test_a_failed_document_means_no_answer_until_it_is_fixed(indexed):
     bad = indexed / "docs" / "bad.md"
     bad.write_text("---\ntitle: [unclosed\n---\n# Bad\n\nText.\n")
