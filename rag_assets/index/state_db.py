@@ -119,25 +119,27 @@ state_meta = sa.Table(
 )
 
 
-def _missing_additions(conn) -> list[tuple[str, str, str]]:
-    """Columns and indexes added since an existing database was made: (table, name, column DDL or "")."""
+def _missing_columns(conn) -> list[tuple[str, str, str]]:
     inspector = sa.inspect(conn)
     tables = set(inspector.get_table_names())
     columns = {t: {c["name"] for c in inspector.get_columns(t)} for t in {t for t, _, _ in _ADDED_COLUMNS} & tables}
+    return [(t, c, ddl) for t, c, ddl in _ADDED_COLUMNS if t in columns and c not in columns[t]]
+
+
+def _missing_indexes(conn) -> list[sa.Index]:
+    inspector = sa.inspect(conn)
+    tables = set(inspector.get_table_names())
     indexes = {t: {i["name"] for i in inspector.get_indexes(t)} for t in {t for t, _ in _ADDED_INDEXES} & tables}
-    return ([(t, c, ddl) for t, c, ddl in _ADDED_COLUMNS if t in columns and c not in columns[t]]
-            + [(t, i, "") for t, i in _ADDED_INDEXES if t in indexes and i not in indexes[t]])
+    return [i for t, name in _ADDED_INDEXES if t in indexes and name not in indexes[t]
+            for i in metadata.tables[t].indexes if i.name == name]
 
 
 def _add_missing(conn) -> None:
     """A database made by an earlier version gains the columns and indexes added since (tables keep their rows)."""
-    for table, name, ddl in _missing_additions(conn):
-        if ddl:
-            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
-    for table, name, ddl in _missing_additions(conn):
-        if not ddl:
-            (index,) = [i for i in metadata.tables[table].indexes if i.name == name]
-            index.create(conn, checkfirst=True)
+    for table, column, ddl in _missing_columns(conn):
+        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+    for index in _missing_indexes(conn):
+        index.create(conn, checkfirst=True)
 
 
 class StateDB:
@@ -182,7 +184,7 @@ class StateDB:
         if self.is_sqlite:
             with self.read() as conn:
                 present = set(sa.inspect(conn).get_table_names())
-                missing = _missing_additions(conn)
+                missing = _missing_columns(conn) or _missing_indexes(conn)
             if present >= set(metadata.tables) and not missing and self.get_meta("schema_version"):
                 return  # nothing to create: a reader must not need write access
             with self.write() as conn:

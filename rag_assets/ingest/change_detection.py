@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_assets.ingest import snippets
-from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files
+from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files, walked_doc_path
 from rag_assets.models import DiscoveryError, DocumentRef
 
 DEFAULT_SETTLE_SECONDS = 1.0
@@ -88,9 +88,9 @@ def detect_changes(
             changes.touched += 1
 
     young: list[tuple[Path, str, list, list | None]] = []
-    prefix = len(str(root).rstrip(os.sep)) + 1  # the walk's paths are "<root>/<doc_path>" (no pathlib: 100,000 a tick)
+    doc_path_of = walked_doc_path(root)
     for path in paths:
-        doc_path = str(path)[prefix:].replace(os.sep, "/")
+        doc_path = doc_path_of(path)
         try:
             st = os.stat(path)
         except OSError:

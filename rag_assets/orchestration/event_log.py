@@ -61,7 +61,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines_lock = threading.Lock()
         self._batch = threading.local()  # shard -> connection inside an open batch transaction
         self._tables: dict[str, bool] = {}
-        # partitions_def_name -> ((count, max id), keys): see get_dynamic_partitions
+        # partitions_def_name -> ((change counter, largest id), keys): see get_dynamic_partitions
         self._partition_keys: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
         super().__init__(base_dir, inst_data)
 
