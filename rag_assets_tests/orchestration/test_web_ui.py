@@ -106,22 +106,38 @@ def _open_lineage(page, url: str) -> None:
     page.goto(f"{url}/asset-groups")
     page.wait_for_selector("svg foreignObject", timeout=30_000)
     _skip_community_dialog(page)
-    gear = page.locator("button:has([aria-label=settings])").last
     for item in ("Expand all groups", "Change graph to vertical orientation"):
-        gear.click()
-        choice = page.get_by_role("menuitem", name=item)
-        menu = page.get_by_role("menuitem").first
-        menu.wait_for()
-        if choice.count():  # remembered from an earlier visit: the menu offers the opposite
-            choice.click()
-        else:
-            page.keyboard.press("Escape")
+        _choose_graph_setting(page, item)
     hide = page.get_by_role("button", name="Hide navigation")
     if hide.count():
         hide.click()
     page.reload()  # the layout choices are remembered; a fresh load fits the graph to the window
     page.wait_for_selector("svg foreignObject:not(.group)", timeout=30_000)
     page.wait_for_timeout(1000)
+
+
+def _choose_graph_setting(page, item: str, attempts: int = 3) -> None:
+    """Pick `item` from the graph's settings menu, unless the menu offers its opposite (remembered
+    from an earlier visit). The graph re-renders after a choice and can replace the menu while it
+    opens ("element was detached from the DOM"): a click that hit a replaced element did nothing,
+    so it is retried on the menu as it is now."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for attempt in range(attempts):
+        try:
+            page.locator("button:has([aria-label=settings])").last.click()
+            page.get_by_role("menuitem").first.wait_for(timeout=10_000)
+            choice = page.get_by_role("menuitem", name=item)
+            if choice.count():
+                choice.click(timeout=10_000)
+            else:
+                page.keyboard.press("Escape")
+            break
+        except PlaywrightError:
+            if attempt == attempts - 1:
+                raise
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(500)
 
 
 def _skip_community_dialog(page) -> None:
