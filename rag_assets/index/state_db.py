@@ -111,6 +111,18 @@ keyword_builds = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
+# the folder as the docs sensor (or `rag watch`) last saw it: size, mtime and hash of every file, ~110
+# bytes a file. Dagster stores a sensor's cursor with every tick, so the cursor names a snapshot here
+# instead of holding it (rag_assets.index.folder_snapshots)
+folder_snapshots = sa.Table(
+    "folder_snapshots",
+    metadata,
+    sa.Column("owner", sa.String(64), primary_key=True),
+    sa.Column("snapshot_id", sa.String(64), primary_key=True),
+    sa.Column("body", sa.LargeBinary, nullable=False),  # zlib-compressed JSON
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
 state_meta = sa.Table(
     "state_meta",
     metadata,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,8 +42,14 @@ class Changes:
     unstable: list[str] = field(default_factory=list)  # still being written: next tick
     touched: int = 0  # mtime moved, content did not
     errors: list[DiscoveryError] = field(default_factory=list)  # files refused or unreadable (they exist)
-    cursor: str = ""  # the new cursor, serialised
+    state: dict = field(default_factory=dict)  # the new cursor: {"files", "pending", "tick"}
     tick: int = 0  # how many looks found a change, this one included
+    same_state: bool = False  # the new cursor equals the one looked from (nothing to store)
+
+    @property
+    def cursor(self) -> str:
+        """The new cursor, serialised (~110 bytes a file)."""
+        return json.dumps(self.state, separators=(",", ":"))
 
     @property
     def to_process(self) -> list[DocumentRef]:
@@ -55,7 +62,7 @@ class Changes:
 
 def detect_changes(
     docs_dir: Path,
-    cursor: str | None,
+    cursor: str | Mapping | None,
     *,
     max_file_bytes: int = 5_000_000,
     settle_seconds: float = DEFAULT_SETTLE_SECONDS,
@@ -63,8 +70,9 @@ def detect_changes(
     wait: bool = False,
     index_snippets: bool = False,
 ) -> Changes:
+    """The changes since `cursor` (serialised, or as `Changes.state` gave it: read, never changed)."""
     now = time.time() if now is None else now
-    state = json.loads(cursor) if cursor else {}
+    state = (json.loads(cursor) if isinstance(cursor, str) else cursor) if cursor else {}
     known: dict[str, list] = state.get("files", {})
     pending: dict[str, list] = state.get("pending", {})
     root = Path(docs_dir).resolve()
@@ -129,7 +137,8 @@ def detect_changes(
     changes.deleted = sorted(set(known) - set(files) - set(new_pending))
     _through_pages(changes, root, files, max_file_bytes, index_snippets)
     changes.tick = int(state.get("tick", 0)) + (1 if changes.any else 0)
-    changes.cursor = json.dumps({"files": files, "pending": new_pending, "tick": changes.tick}, separators=(",", ":"))
+    changes.state = {"files": files, "pending": new_pending, "tick": changes.tick}
+    changes.same_state = not changes.any and files == known and new_pending == pending
     return changes
 
 
@@ -158,8 +167,3 @@ def _through_pages(changes: Changes, root: Path, files: dict[str, list], max_fil
 
     changes.added = pages(changes.added)
     changes.changed = pages(changes.changed + shown_changed)
-
-
-def unchanged_cursor(cursor: str | None) -> str:
-    """The cursor to keep when a tick decides not to act on what it saw (it is seen again next tick)."""
-    return cursor or ""

@@ -7,13 +7,19 @@ slices of RAG_DOCUMENTS_PER_RUN (queued first: a new file is searchable after on
 the catalog run only when files appeared or vanished (it removes vanished documents). The deletion
 guard is applied before the catalog run is asked for: a look that would remove most of the index
 asks for nothing of the kind, and keeps the cursor so the same look comes again.
+
+The cursor is small — `{"snapshot": <id>, "tick": n}` — and names the folder's last look, stored in
+the state database (rag_assets.index.folder_snapshots): Dagster writes a sensor's cursor with every
+tick. A quiet tick keeps the cursor it was given and stores nothing.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from rag_assets.config import Settings
+from rag_assets.index import folder_snapshots
 from rag_assets.index.stage_store import StageStore
 from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
 from rag_assets.ingest.change_detection import DEFAULT_SETTLE_SECONDS, detect_changes
@@ -40,12 +46,22 @@ class ChangePlan:
 
 
 def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str], *,
-                     settle_seconds: float = DEFAULT_SETTLE_SECONDS) -> ChangePlan:
+                     settle_seconds: float = DEFAULT_SETTLE_SECONDS, owner: str = "docs_sensor") -> ChangePlan:
     """The runs the folder's changes since `cursor` need; `existing`: the partition keys Dagster
-    has, in order. Raises FileNotFoundError when the docs folder is gone (nothing is removed)."""
-    changes = detect_changes(settings.docs_dir, cursor, max_file_bytes=settings.max_file_bytes, wait=True,
+    has, in order; `owner`: whose looks the cursor names (the sensor's and `rag watch`'s are kept
+    apart). Raises FileNotFoundError when the docs folder is gone (nothing is removed)."""
+    stages = StageStore.for_settings(settings)
+    previous, stored, lost = _previous_look(stages, owner, cursor)
+    changes = detect_changes(settings.docs_dir, previous, max_file_bytes=settings.max_file_bytes, wait=True,
                              settle_seconds=settle_seconds, index_snippets=settings.index_snippets)
-    plan = ChangePlan(cursor=changes.cursor, tick=changes.tick)
+    if changes.same_state and stored:
+        new_cursor = cursor
+    else:
+        snapshot = folder_snapshots.save(stages.db, owner, changes.state)
+        new_cursor = json.dumps({"snapshot": snapshot, "tick": changes.tick})
+    plan = ChangePlan(cursor=new_cursor, tick=changes.tick)
+    if lost:
+        plan.notes.append(lost)
     plan.warnings += [f"{error.path}: {error.reason}" for error in changes.errors]
     if changes.unstable:
         plan.notes.append(f"{len(changes.unstable)} file(s) still being written, next look: {changes.unstable[:5]}")
@@ -53,7 +69,6 @@ def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str]
         plan.skip_reason = "no document changed"
         return plan
 
-    stages = StageStore.for_settings(settings)
     refusal = _mass_deletion(settings, stages, changes) if changes.deleted else None
     if refusal:
         plan.warnings.append(refusal)
@@ -76,6 +91,23 @@ def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str]
     if not plan.any:
         plan.skip_reason = "changed files are already indexed"
     return plan
+
+
+def _previous_look(stages: StageStore, owner: str, cursor: str | None) -> tuple[dict | None, bool, str]:
+    """(the look `cursor` names, whether it names a stored snapshot, a note when that is gone). A
+    cursor of an earlier version holds the look itself. A look that is gone (the state folder was
+    wiped) means every file is looked at again, as on a first tick; the change counter goes on, so
+    run keys stay unique."""
+    if not cursor:
+        return None, False, ""
+    named = json.loads(cursor)
+    if "files" in named:
+        return named, False, ""
+    look = folder_snapshots.load(stages.db, owner, named["snapshot"])
+    if look is not None:
+        return look, True, ""
+    return {"tick": named.get("tick", 0)}, False, (f"the folder's last look ({named['snapshot'][:12]}) is not in the "
+                                                  "state database (wiped?): every file is looked at again")
 
 
 def _mass_deletion(settings: Settings, stages: StageStore, changes) -> str | None:

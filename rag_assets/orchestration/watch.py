@@ -88,7 +88,7 @@ class DocsWatcher:
         ingestion = self.corpus.ingestion
         started = time.perf_counter()
         plan = plan_change_runs(settings, self.cursor, self.instance.get_dynamic_partitions(ingestion.partitions.name),
-                                settle_seconds=WATCH_SETTLE_SECONDS)
+                                settle_seconds=WATCH_SETTLE_SECONDS, owner="rag watch")
         for line in plan.warnings:
             self.say(f"warning: {line}")
         if not plan.any:

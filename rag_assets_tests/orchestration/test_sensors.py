@@ -113,7 +113,89 @@ def test_deleted_file_requests_the_catalog_run(instance, rag_env):
     (rag_env / "docs" / "rate-limits.md").unlink()
     result = tick(instance, cursor)
     assert kinds(result) == ["catalog"]
-    assert "rate-limits.md" not in json.loads(result.cursor)["files"]
+    assert "rate-limits.md" not in looked(result.cursor)["files"]
+
+
+def looked(cursor: str) -> dict:
+    """The folder's look a cursor names, read from the state database as another process would."""
+    from rag_assets.config import Settings
+    from rag_assets.index import folder_snapshots
+    from rag_assets.index.state_db import StateDB
+
+    folder_snapshots._CACHE.clear()
+    return folder_snapshots.load(StateDB.for_settings(Settings.from_env()), "docs_sensor",
+                                 json.loads(cursor)["snapshot"])
+
+
+def stored_looks() -> int:
+    import sqlalchemy as sa
+
+    from rag_assets.config import Settings
+    from rag_assets.index.state_db import StateDB, folder_snapshots
+
+    with StateDB.for_settings(Settings.from_env()).read() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(folder_snapshots)).scalar()
+
+
+def test_the_cursor_names_the_look_and_a_quiet_tick_stores_nothing(instance, rag_env):
+    first = tick(instance)
+    assert len(first.cursor) < 100  # Dagster writes the cursor with every tick: not ~110 bytes a file
+    assert sorted(looked(first.cursor)["files"]) == ["guide/evaluation.md", "guide/streaming.md", "rate-limits.md"]
+    stored = stored_looks()
+    quiet = tick(instance, first.cursor)
+    assert quiet.cursor == first.cursor and stored_looks() == stored
+    os.utime(rag_env / "docs" / "rate-limits.md", (PAST + 5, PAST + 5))  # touched: the look moves, no run
+    touched = tick(instance, first.cursor)
+    assert not touched.run_requests and touched.cursor != first.cursor and stored_looks() == stored + 1
+
+
+def test_a_tick_evaluated_again_from_an_older_cursor_finds_its_look(instance, rag_env):
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    base = tick(instance).cursor
+    write(doc, doc.read_text() + "\nFirst edit.\n", mtime=PAST + 10)
+    first_edit = tick(instance, base)
+    for i in range(3):  # later changes move the process's cached look on
+        write(doc, doc.read_text() + f"\nEdit {i}.\n", mtime=PAST + 20 + i)
+        tick(instance, first_edit.cursor)
+    from rag_assets.index import folder_snapshots
+
+    folder_snapshots._CACHE.clear()  # another process (a restarted code server)
+    again = tick(instance, base)
+    assert documents_run(again).run_key == documents_run(first_edit).run_key
+
+
+def test_a_cursor_of_the_earlier_version_is_read_and_replaced(instance, rag_env):
+    first = tick(instance)
+    full = json.dumps(looked(first.cursor))  # what the cursor held before it named a look
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    write(doc, doc.read_text() + "\nAn edit after the upgrade.\n", mtime=PAST + 10)
+    result = tick(instance, full)
+    run = documents_run(result)
+    assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == "guide/streaming.md" == run.tags[ASSET_PARTITION_RANGE_END_TAG]
+    assert len(result.cursor) < 100
+    assert tick(instance, result.cursor).skip_reason is not None
+
+
+def test_a_look_gone_from_the_state_database_means_every_file_is_looked_at_again(instance, rag_env):
+    import sqlalchemy as sa
+
+    from rag_assets.config import Settings
+    from rag_assets.index import folder_snapshots
+    from rag_assets.index.state_db import StateDB, folder_snapshots as snapshots_table
+
+    result = tick(instance)
+    launch(instance, result)
+    with StateDB.for_settings(Settings.from_env()).write() as conn:
+        conn.execute(sa.delete(snapshots_table))  # e.g. the state folder was wiped
+    folder_snapshots._CACHE.clear()
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    write(doc, doc.read_text() + "\nEdited while the look was lost.\n", mtime=PAST + 10)
+    again = tick(instance, result.cursor)
+    run = documents_run(again)  # only the stale document, as on a first tick
+    assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == "guide/streaming.md" == run.tags[ASSET_PARTITION_RANGE_END_TAG]
+    assert json.loads(again.cursor)["tick"] > json.loads(result.cursor)["tick"]  # run keys stay unique
+    assert launch(instance, again)
+    assert "Edited while the look was lost" in indexed_text("guide/streaming.md")
 
 
 def test_a_saved_file_is_taken_in_the_same_tick_once_it_settles(instance, rag_env):
