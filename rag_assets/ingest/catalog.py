@@ -8,7 +8,7 @@ Removing a whole index is therefore refused unless asked for explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from rag_assets.models import Catalog, DocumentRef
@@ -84,6 +84,12 @@ def catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
     if {d.doc_path for d in stored.documents} != {d.doc_path for d in seen.documents}:
         return True
     return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)
+
+
+def content_changed(stored: Catalog, refs: Sequence[DocumentRef]) -> list[DocumentRef]:
+    """The refs that are new to the stored catalog or whose content (or partition) is not its."""
+    before = {d.doc_path: (d.partition_key, d.content_hash) for d in stored.documents}
+    return [r for r in refs if before.get(r.doc_path) != (r.partition_key, r.content_hash)]
 
 
 def touched_documents(stored: Catalog, seen: Catalog, skip: Collection[str] = ()) -> list[DocumentRef]:

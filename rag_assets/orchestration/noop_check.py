@@ -14,6 +14,12 @@ Why that is enough: every change to what is indexed happens in a Dagster run (a 
 comes from the folder (a new catalog digest), the configuration (a new settings digest) or a wiped
 store or state (a new collection id, no token, or a new run-storage file). Dagster's run storage is
 read the way store.embedded_collection_id reads Chroma's catalog: one read-only SQLite query.
+
+The same reasoning narrows an ingest that does have work: the token's *base* (everything but the
+folder) is recorded beside it, and when the base is as recorded — no run, no new settings, store or
+generation since everything was current — only documents whose content is not the stored catalog's
+can be stale, so the ingest runs those without asking every document's staleness (~2.5 s at
+100,000 documents).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from rag_assets.index.stage_store import StageStore
 from rag_assets.index.chroma_store import embedded_collection_id
 
 TOKEN_KEY = "noop_token"
+BASE_KEY = "noop_base"  # the token's parts but the folder's documents
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 
@@ -99,9 +106,9 @@ def run_storage_state(home: Path | None = None) -> RunStorageState | None:
     return RunStorageState(str(db.resolve()), db.stat().st_ino, int(last), int(unfinished))
 
 
-def noop_token(settings: Settings, catalog: Catalog, runs: RunStorageState, stages: StageStore) -> str | None:
-    """The digest described in the module docstring; None when the store is not an embedded one
-    whose collection id can be read without opening it."""
+def noop_base(settings: Settings, runs: RunStorageState, stages: StageStore) -> str | None:
+    """The digest of the token's parts but the folder (settings, store, generation, Dagster runs);
+    None when the store is not an embedded one whose collection id can be read without opening it."""
     if settings.chroma_host:
         return None
     try:
@@ -113,6 +120,19 @@ def noop_token(settings: Settings, catalog: Catalog, runs: RunStorageState, stag
         "collection": collection,
         "generation": read_generation(stages.db),
         "runs": [runs.path, runs.inode, runs.last_run_id],
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def noop_token(settings: Settings, catalog: Catalog, runs: RunStorageState, stages: StageStore,
+               base: str | None = None) -> str | None:
+    """The digest described in the module docstring (None as for noop_base); `base`: noop_base's
+    answer when the caller has it."""
+    base = base or noop_base(settings, runs, stages)
+    if base is None:
+        return None
+    parts = {
+        "base": base,
         "docs_dir": catalog.docs_dir,
         "documents": sorted((d.doc_path, d.partition_key, d.content_hash) for d in catalog.documents),
         "errors": sorted((e.path, e.reason) for e in catalog.errors),
@@ -125,8 +145,11 @@ def record_noop_token(settings: Settings, stages: StageStore, catalog: Catalog |
     `runs` (read *before* that was checked, so a run that slipped in between invalidates the token).
     None for either (or an unfinished run) clears the token."""
     ok = catalog is not None and runs is not None and not runs.unfinished_runs
-    token = noop_token(settings, catalog, runs, stages) if ok else None
-    stages.db.set_meta(TOKEN_KEY, token or "")
+    base = noop_base(settings, runs, stages) if ok else None
+    token = noop_token(settings, catalog, runs, stages, base) if base else None
+    with stages.db.write() as conn:
+        stages.db.set_meta(TOKEN_KEY, token or "", conn)
+        stages.db.set_meta(BASE_KEY, base if token else "", conn)
     return token is not None
 
 
@@ -138,6 +161,9 @@ class FolderLook:
 
     stored: Catalog
     seen: Catalog
+    runs: RunStorageState | None = None  # Dagster's runs as the check read them
+    # the token's base is as recorded: only documents whose content is not the stored catalog's can be stale
+    base_current: bool = False
 
 
 def quick_noop(settings: Settings) -> IngestSummary | None:
@@ -162,8 +188,10 @@ def check_noop(settings: Settings) -> tuple[IngestSummary | None, FolderLook | N
         if stored is None:
             return None, None
         seen = discover_for(settings, known=stored)
-        if catalog_run_needed(stored, seen) or noop_token(settings, seen, runs, stages) != recorded:
-            return None, FolderLook(stored, seen)
+        base = noop_base(settings, runs, stages)
+        if catalog_run_needed(stored, seen) or noop_token(settings, seen, runs, stages, base) != recorded:
+            base_current = base is not None and base == stages.db.get_meta(BASE_KEY)
+            return None, FolderLook(stored, seen, runs, base_current)
         # touched files (new mtime, same content): remember how they look now
         stages.refresh_catalog(touched_documents(stored, seen))
         errors = [{"doc_path": e.path, "error": e.reason} for e in seen.errors]

@@ -36,7 +36,7 @@ from filelock import FileLock, Timeout
 
 from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableError
 
-from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
+from rag_assets.ingest.catalog import catalog_run_needed, content_changed, touched_documents
 from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
@@ -281,7 +281,12 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     summary.documents_discovered = len(catalog.documents) + len(catalog.errors)
     summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
 
-    todo = documents_to_run(instance, refs, stages, corpus)
+    if look is not None and look.base_current and look.runs == runs_at_start:
+        # no run, no new settings, store or generation since every document was current (noop_check):
+        # only what the folder changed can be stale
+        todo = content_changed(look.stored, refs)
+    else:
+        todo = documents_to_run(instance, refs, stages, corpus)
     if stored is not None and not ran_catalog:
         # touched files (new mtime, same content): remember how they look now, so the next look
         # does not read them again (the runs record their own documents)

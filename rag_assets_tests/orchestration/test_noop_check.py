@@ -18,7 +18,9 @@ import pytest
 from rag_assets.config import Settings
 from rag_assets.index.locks import INGEST_LOCK_NAME
 from rag_assets.orchestration import runs as runs_module
-from rag_assets.orchestration.noop_check import TOKEN_KEY, check_noop, quick_noop, run_storage_state, sqlite_runs_db
+from rag_assets.orchestration.noop_check import (
+    TOKEN_KEY, check_noop, quick_noop, record_noop_token, run_storage_state, sqlite_runs_db,
+)
 from rag_assets.orchestration.runs import get_instance, ingest
 from rag_assets.index.stage_store import StageStore
 
@@ -222,3 +224,48 @@ def test_only_a_literal_sqlite_run_storage_is_read(tmp_path):
     for text, expected in cases.items():
         (tmp_path / "dagster.yaml").write_text(text)
         assert sqlite_runs_db(tmp_path) == expected, text
+
+
+def _staleness_asks(monkeypatch) -> list[list[str]]:
+    """The documents each staleness question of the ingest was asked about."""
+    asks = []
+    real = runs_module.documents_to_run
+    monkeypatch.setattr(runs_module, "documents_to_run",
+                        lambda instance, refs, *a, **k: asks.append(sorted(r.doc_path for r in refs)) or real(instance, refs, *a, **k))
+    return asks
+
+
+def test_an_edit_after_everything_was_current_asks_only_about_what_changed(indexed, monkeypatch):
+    _edit(indexed)
+    _add(indexed)
+    _answer, look = check_noop(Settings.from_env())
+    assert look.base_current
+    asks = _staleness_asks(monkeypatch)
+    summary = ingest(look=look)
+    assert summary.documents_processed == 2 and summary.documents_unchanged == 2 and not summary.errors
+    assert asks and all(a == ["new.md", "rate-limits.md"] for a in asks), "only the documents it ran are asked about"
+    assert quick() is not None
+
+
+@pytest.mark.parametrize("change", ["settings", "another_dagster_run", "run_after_the_check", "failed_ingest"])
+def test_when_more_than_the_folder_changed_every_document_is_asked_about(indexed, monkeypatch, change):
+    _edit(indexed)
+    if change == "settings":
+        monkeypatch.setenv("RAG_CHUNK_TARGET_TOKENS", "120")
+    elif change == "another_dagster_run":
+        _another_run(indexed)
+    elif change == "failed_ingest":  # a later ingest left a document failed: no token, no base
+        stages = StageStore.for_settings(Settings.from_env())
+        record_noop_token(Settings.from_env(), stages, None, None)
+    _answer, look = check_noop(Settings.from_env())
+    if change == "failed_ingest":
+        assert look is None  # nothing recorded to narrow it by
+    else:
+        assert look is not None and look.base_current == (change == "run_after_the_check")
+    if change == "run_after_the_check":
+        _another_run(indexed)  # between the check and the ingest (no lock wait: the sensor's run)
+    asks = _staleness_asks(monkeypatch)
+    summary = ingest(look=look)
+    assert asks and len(asks[0]) == 3, asks
+    assert summary.documents_processed == (3 if change == "settings" else 1) and not summary.errors
+    assert quick() is not None
