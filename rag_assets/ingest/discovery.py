@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as stat_mod
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from rag_assets.ingest import snippets
@@ -32,15 +32,66 @@ _INVALID_KEY_SUBSTRINGS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0"
 _INVALID_KEY_CHARS = ("|", ",", "[", "]")
 
 
+@dataclass
+class StatLook:
+    """The folder as stats see it, no file read: what discover() finds when no file's content moved.
+    `files`: (doc path, size, mtime_ns, inode) of every file that may be read; `errors`: what the walk
+    and the stats refused, worded as discover() words it."""
+
+    docs_dir: str
+    files: list[tuple[str, int, int, int]] = field(default_factory=list)
+    errors: list[DiscoveryError] = field(default_factory=list)
+    _paths: list[str] = field(default_factory=list, repr=False)
+    _stats: dict[str, os.stat_result] = field(default_factory=dict, repr=False)  # doc path -> its stat
+    _walk_errors: list[DiscoveryError] = field(default_factory=list, repr=False)
+
+
+def stat_look(docs_dir: Path, max_file_bytes: int = 5_000_000) -> StatLook:
+    """The walk and one stat per file (0.5 s at 100,000 files, against ~1.3 s for the stored catalog
+    and discover() against it)."""
+    paths, walk_errors = iter_markdown_files(docs_dir)
+    root = Path(docs_dir).resolve()
+    look = StatLook(str(root), errors=list(walk_errors), _paths=paths, _walk_errors=walk_errors)
+    doc_path_of = walked_doc_path(root)
+    for path in paths:
+        doc_path = doc_path_of(path)
+        try:
+            st = os.stat(path)
+            check_regular_file(st, max_file_bytes)
+        except (DocumentTooLarge, NotARegularFile) as exc:
+            look.errors.append(DiscoveryError(doc_path, str(exc)))
+            continue
+        except OSError as exc:
+            look.errors.append(DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}"))
+            continue
+        look._stats[doc_path] = st
+        look.files.append((doc_path, st.st_size, st.st_mtime_ns, st.st_ino))
+    return look
+
+
+def stat_look_of(catalog: Catalog) -> StatLook | None:
+    """What stat_look() would give for the folder exactly as `catalog` fingerprinted it; None when
+    a stat cannot tell (snippet files left out of the catalog, a ref hashed before stats were kept)."""
+    if catalog.excluded or any(d.mtime_ns == 0 or d.file_hash == "" for d in catalog.documents):
+        return None
+    return StatLook(catalog.docs_dir, [(d.doc_path, d.size_bytes, d.mtime_ns, d.inode) for d in catalog.documents],
+                    list(catalog.errors))
+
+
 def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog | None = None,
-             index_snippets: bool = False) -> Catalog:
+             index_snippets: bool = False, looked: StatLook | None = None) -> Catalog:
     """Every markdown page, fingerprinted. With `known` (an earlier catalog), a file whose size,
     mtime and inode match its earlier fingerprint is not read again. Snippet files (imported by
     other files, or under snippets/) are not pages unless `index_snippets`; a page's content hash
-    covers the files it imports (rag_assets.ingest.snippets)."""
-    paths, errors = iter_markdown_files(docs_dir)
+    covers the files it imports (rag_assets.ingest.snippets). `looked`: a stat_look() of the same
+    folder just taken, whose walk and stats are used instead of taking them again."""
+    if looked is not None:
+        paths, errors = looked._paths, list(looked._walk_errors)
+    else:
+        paths, errors = iter_markdown_files(docs_dir)
     root = Path(docs_dir).resolve()
     earlier = {d.doc_path: d for d in known.documents} if known is not None and known.docs_dir == str(root) else {}
+    stats = looked._stats if looked is not None else {}
     documents: list[DocumentRef] = []
     doc_path_of = walked_doc_path(root)
     for path in paths:
@@ -48,7 +99,7 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
         try:
             last = earlier.get(doc_path)
             if last is not None:
-                st = os.stat(path)
+                st = stats.get(doc_path) or os.stat(path)
                 if last.stat_matches(st):
                     check_regular_file(st, max_file_bytes)
                     documents.append(last)
@@ -64,10 +115,10 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
 
 
 
-def discover_for(settings, known: Catalog | None = None) -> Catalog:
+def discover_for(settings, known: Catalog | None = None, looked: StatLook | None = None) -> Catalog:
     """discover() over a corpus's docs folder with its size limit and snippet rule (rag_assets.config.Settings)."""
     return discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=known,
-                    index_snippets=settings.index_snippets)
+                    index_snippets=settings.index_snippets, looked=looked)
 
 
 def iter_markdown_files(docs_dir: Path) -> tuple[list[str], list[DiscoveryError]]:

@@ -35,7 +35,7 @@ from filelock import Timeout
 
 from rag_assets.ingest.catalog import catalog_run_needed, touched_documents
 from rag_assets.config import Settings
-from rag_assets.ingest.discovery import discover_for
+from rag_assets.ingest.discovery import StatLook, discover_for, stat_look, stat_look_of
 from rag_assets.index.generation import read_generation
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, IngestSummary
@@ -44,6 +44,7 @@ from rag_assets.index.chroma_store import embedded_collection_id
 
 TOKEN_KEY = "noop_token"
 BASE_KEY = "noop_base"  # the token's parts but the folder's documents
+STAT_KEY = "noop_stat_token"  # the token's base and the folder as stats saw it (discovery.stat_look)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 
@@ -147,10 +148,21 @@ def record_noop_token(settings: Settings, stages: StageStore, catalog: Catalog |
     ok = catalog is not None and runs is not None and not runs.unfinished_runs
     base = noop_base(settings, runs, stages) if ok else None
     token = noop_token(settings, catalog, runs, stages, base) if base else None
+    stats = stat_look_of(catalog) if token else None
     with stages.db.write() as conn:
         stages.db.set_meta(TOKEN_KEY, token or "", conn)
         stages.db.set_meta(BASE_KEY, base if token else "", conn)
+        stages.db.set_meta(STAT_KEY, stat_token(base, stats) if stats else "", conn)
     return token is not None
+
+
+def stat_token(base: str, look: StatLook) -> str:
+    """The token's base and the folder at stat level: equal to the recorded one, every file is the
+    version the recorded catalog hashed (the rule DocumentRef.stat_matches applies to every look),
+    so the catalog has not moved and nothing needs reading."""
+    parts = {"base": base, "docs_dir": look.docs_dir, "files": sorted(look.files),
+             "errors": sorted((e.path, e.reason) for e in look.errors)}
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -184,22 +196,38 @@ def check_noop(settings: Settings) -> tuple[IngestSummary | None, FolderLook | N
         runs = run_storage_state() if recorded else None
         if runs is None or runs.unfinished_runs:
             return None, None
+        base = noop_base(settings, runs, stages)
+        looked = None
+        recorded_stats = stages.db.get_meta(STAT_KEY)
+        if base and recorded_stats:
+            # the stat-level look first: when it is as recorded, neither the stored catalog nor a
+            # discovery against it is needed (~0.8 s less at 100,000 documents)
+            looked = stat_look(settings.docs_dir, settings.max_file_bytes)
+            if stat_token(base, looked) == recorded_stats:
+                return _unchanged(looked.files, looked.errors), None
         stored = stages.read_catalog()
         if stored is None:
             return None, None
-        seen = discover_for(settings, known=stored)
-        base = noop_base(settings, runs, stages)
+        seen = discover_for(settings, known=stored, looked=looked)
         if catalog_run_needed(stored, seen) or noop_token(settings, seen, runs, stages, base) != recorded:
             base_current = base is not None and base == stages.db.get_meta(BASE_KEY)
             return None, FolderLook(stored, seen, runs, base_current)
-        # touched files (new mtime, same content): remember how they look now
-        stages.refresh_catalog(touched_documents(stored, seen))
-        errors = [{"doc_path": e.path, "error": e.reason} for e in seen.errors]
-        return IngestSummary(
-            documents_discovered=len(seen.documents) + len(seen.errors),
-            documents_unchanged=len(seen.documents),
-            documents_failed=len(errors),
-            errors=errors,
-        ), None
+        # touched files (new mtime, same content): remember how they look now, and let the next
+        # check answer from stats again
+        touched = touched_documents(stored, seen)
+        if touched:
+            stages.refresh_catalog(touched)
+            stats = stat_look_of(seen)
+            stages.db.set_meta(STAT_KEY, stat_token(base, stats) if stats else "")
+        return _unchanged(seen.documents, seen.errors), None
     finally:
         lock.release()
+
+
+def _unchanged(documents, errors) -> IngestSummary:
+    return IngestSummary(
+        documents_discovered=len(documents) + len(errors),
+        documents_unchanged=len(documents),
+        documents_failed=len(errors),
+        errors=[{"doc_path": e.path, "error": e.reason} for e in errors],
+    )

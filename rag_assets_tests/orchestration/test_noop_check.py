@@ -269,3 +269,52 @@ def test_when_more_than_the_folder_changed_every_document_is_asked_about(indexed
     assert asks and len(asks[0]) == 3, asks
     assert summary.documents_processed == (3 if change == "settings" else 1) and not summary.errors
     assert quick() is not None
+
+
+def _catalog_reads(monkeypatch) -> list[int]:
+    reads = []
+    real = StageStore.read_catalog
+    monkeypatch.setattr(StageStore, "read_catalog", lambda self: reads.append(1) or real(self))
+    return reads
+
+
+def test_a_noop_is_answered_from_stats_without_the_stored_catalog(indexed, monkeypatch):
+    (indexed / "docs" / "big.md").write_text("x" * 2_000)
+    monkeypatch.setenv("RAG_MAX_FILE_BYTES", "1000")  # a refused file: its error is part of the answer
+    ingest()
+    full = quick()
+    assert full is not None and full.documents_failed == 1
+    reads = _catalog_reads(monkeypatch)
+    assert quick() == full and reads == [], "the stored catalog was read"
+
+
+def test_a_touched_file_is_answered_from_the_catalog_once_then_from_stats_again(indexed, monkeypatch):
+    reads = _catalog_reads(monkeypatch)
+    path = indexed / "docs" / "rate-limits.md"
+    later = time.time() + 5
+    os.utime(path, (later, later))
+    assert quick() is not None and len(reads) == 1  # the stats moved: the catalog decides (same content)
+    assert quick() is not None and len(reads) == 1  # ... and the stats it saw are the answer's now
+
+
+def test_a_file_replaced_with_the_same_size_and_mtime_is_not_taken_from_stats(indexed, monkeypatch):
+    path = indexed / "docs" / "rate-limits.md"
+    st = path.stat()
+    text = path.read_text()
+    replacement = path.with_name("replacement.tmp")
+    replacement.write_text(text.replace("T", "t", 1))  # same size, other bytes, another inode
+    os.utime(replacement, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(replacement, path)
+    reads = _catalog_reads(monkeypatch)
+    answer, look = check_noop(Settings.from_env())
+    assert answer is None and look is not None and reads == [1]
+    assert ingest(look=look).documents_processed == 1
+
+
+def test_a_site_with_snippets_records_no_stat_answer_but_still_answers(rag_env, dagster_home, monkeypatch):
+    (rag_env / "docs" / "snippets").mkdir()
+    (rag_env / "docs" / "snippets" / "note.mdx").write_text("A shared note about tokens.\n")
+    (rag_env / "docs" / "page.mdx").write_text("import Note from '/snippets/note.mdx';\n\n# Page\n\n<Note />\n")
+    ingest()
+    reads = _catalog_reads(monkeypatch)
+    assert quick() is not None and reads == [1]  # the snippet is not in the catalog: stats cannot tell
