@@ -18,7 +18,8 @@ dagster.yaml (batching SQLite event log), each step a fresh `rag ingest --json` 
    render and until the partition counts are drawn (Debian's chromium, driven by playwright);
    with --materialize-one: `dagster asset materialize` of the per-document assets for one partition;
    with --sensor: `docs_sensor` ticks on the scratch instance (build_sensor_context): a first tick
-   over every file, a tick with no change, a tick after one edit;
+   over every file, three with no change (median), one after an edit, and the size of the cursor
+   Dagster stores with every tick;
 6. with --kill-test M: a fresh corpus of M tiny pages, `rag ingest` SIGKILLed after
    --kill-after seconds (default 300); reports when the first embedding was stored, how many
    documents were indexed at the kill, and what the next ingest did with them.
