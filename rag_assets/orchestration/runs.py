@@ -190,8 +190,21 @@ def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], 
     """The stale documents (ingestion.stale_documents, the one rule), plus any whose partition
     Dagster has not seen materialized (e.g. a wiped Dagster storage): everything else is done."""
     stale = stale_now(refs, stages, corpus.corpus.settings())
-    materialized = instance.get_materialized_partitions(corpus.ingestion.vector_index.key)
+    materialized = _materialized(instance, corpus.ingestion.vector_index.key, [r.partition_key for r in refs])
     return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
+
+
+# Asked about fewer partitions than this, Dagster is asked one partition at a time (~1 ms each)
+# rather than for every materialized partition of the asset (0.7 s at 100,000 partitions).
+_ONE_BY_ONE_BELOW = 50
+
+
+def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey, partition_keys: Sequence[str]) -> set[str]:
+    """Those of `partition_keys` Dagster has seen materialized."""
+    if len(partition_keys) >= _ONE_BY_ONE_BELOW:
+        return set(instance.get_materialized_partitions(key)) & set(partition_keys)
+    return {k for k in partition_keys
+            if instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, asset_partitions=[k]), limit=1).records}
 
 
 def ingest(

@@ -318,3 +318,15 @@ def test_a_site_with_snippets_records_no_stat_answer_but_still_answers(rag_env, 
     ingest()
     reads = _catalog_reads(monkeypatch)
     assert quick() is not None and reads == [1]  # the snippet is not in the catalog: stats cannot tell
+
+
+def test_a_few_partitions_are_asked_about_one_by_one_with_the_same_answer(indexed, monkeypatch):
+    from rag_assets.orchestration.definitions import DEFAULT
+
+    instance = get_instance()
+    key = DEFAULT.ingestion.vector_index.key
+    asked = ["rate-limits.md", "guide/streaming.md", "never-materialized.md"]
+    everything = set(instance.get_materialized_partitions(key))
+    assert runs_module._materialized(instance, key, asked) == everything & set(asked) == set(asked[:2])
+    monkeypatch.setattr(runs_module, "_ONE_BY_ONE_BELOW", 1)  # the other way gives the same
+    assert runs_module._materialized(instance, key, asked) == set(asked[:2])
