@@ -40,8 +40,8 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
         return owner
     from rag_assets.index.stage_store import StageStore
 
-    default_catalog = StageStore.for_settings(base).read_catalog()
-    if default_catalog is None or not default_catalog.documents or Path(default_catalog.docs_dir).resolve() == target:
+    default_folder = StageStore.for_settings(base).catalog_folder()
+    if default_folder is None or Path(default_folder).resolve() == target:
         return Corpus()  # the default corpus is empty, or indexes this folder already
     others = _all_named(base)
     owner = owner_of(target, others)
@@ -54,7 +54,7 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
     corpus = new_corpus_for(target, base.corpora_dir, [DEFAULT_CORPUS, *(c.name for c in others)])
     register(corpus, base.corpora_dir)
     print(f"rag: {target} is a new corpus, {corpus.name!r} (its own collection and state under "
-          f"{base.corpora_dir / corpus.name}); the index of {default_catalog.docs_dir} is left as it is. "
+          f"{base.corpora_dir / corpus.name}); the index of {default_folder} is left as it is. "
           f"Query it with `rag --corpus {corpus.name} query ...`", file=sys.stderr)
     return corpus
 

@@ -35,8 +35,11 @@ def test_failures_are_kept_per_version_and_cleared_by_the_failing_stage(tmp_path
 
 def test_the_catalog_is_replaced_whole_and_refreshed_per_document(tmp_path):
     stages = StageStore(tmp_path)
-    assert stages.read_catalog() is None
+    assert stages.read_catalog() is None and stages.catalog_folder() is None
+    stages.write_catalog(Catalog("/docs", [], [DiscoveryError("big.md", "too large")]))
+    assert stages.catalog_folder() is None  # a catalog of no documents
     stages.write_catalog(Catalog("/docs", [ref("a.md"), ref("b.md")], [DiscoveryError("big.md", "too large")]))
+    assert stages.catalog_folder() == "/docs"
     stages.write_catalog(Catalog("/docs", [ref("b.md"), ref("c.md", mtime_ns=5, inode=7)], []))
     catalog = stages.read_catalog()
     assert [d.doc_path for d in catalog.documents] == ["b.md", "c.md"] and catalog.errors == []
