@@ -58,11 +58,8 @@ def stat_look(docs_dir: Path, max_file_bytes: int = 5_000_000) -> StatLook:
         try:
             st = os.stat(path)
             check_regular_file(st, max_file_bytes)
-        except (DocumentTooLarge, NotARegularFile) as exc:
-            look.errors.append(DiscoveryError(doc_path, str(exc)))
-            continue
-        except OSError as exc:
-            look.errors.append(DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}"))
+        except (DocumentTooLarge, OSError) as exc:
+            look.errors.append(_refusal(doc_path, exc))
             continue
         look._stats[doc_path] = st
         look.files.append((doc_path, st.st_size, st.st_mtime_ns, st.st_ino))
@@ -105,14 +102,19 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
                     documents.append(last)
                     continue
             documents.append(_fingerprint(path, doc_path, max_file_bytes))
-        except (DocumentTooLarge, NotARegularFile) as exc:
-            errors.append(DiscoveryError(doc_path, str(exc)))
-        except OSError as exc:
-            errors.append(DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}"))
+        except (DocumentTooLarge, OSError) as exc:
+            errors.append(_refusal(doc_path, exc))
     documents.sort(key=lambda d: d.doc_path)
     documents, excluded = snippets.apply_to_catalog(documents, index_snippets)
     return Catalog(docs_dir=str(root), documents=documents, errors=errors, excluded=excluded)
 
+
+def _refusal(doc_path: str, exc: DocumentTooLarge | OSError) -> DiscoveryError:
+    """Why a file is not a document, worded the same by discover() and stat_look() (the no-op's stat
+    token compares their errors)."""
+    if isinstance(exc, (DocumentTooLarge, NotARegularFile)):
+        return DiscoveryError(doc_path, str(exc))
+    return DiscoveryError(doc_path, f"cannot read file: {exc.strerror or exc}")
 
 
 def discover_for(settings, known: Catalog | None = None, looked: StatLook | None = None) -> Catalog:
