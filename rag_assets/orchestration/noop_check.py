@@ -125,13 +125,8 @@ def noop_base(settings: Settings, runs: RunStorageState, stages: StageStore) -> 
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def noop_token(settings: Settings, catalog: Catalog, runs: RunStorageState, stages: StageStore,
-               base: str | None = None) -> str | None:
-    """The digest described in the module docstring (None as for noop_base); `base`: noop_base's
-    answer when the caller has it."""
-    base = base or noop_base(settings, runs, stages)
-    if base is None:
-        return None
+def noop_token(base: str, catalog: Catalog) -> str:
+    """The digest described in the module docstring: noop_base's and the folder's documents."""
     parts = {
         "base": base,
         "docs_dir": catalog.docs_dir,
@@ -147,7 +142,7 @@ def record_noop_token(settings: Settings, stages: StageStore, catalog: Catalog |
     None for either (or an unfinished run) clears the token."""
     ok = catalog is not None and runs is not None and not runs.unfinished_runs
     base = noop_base(settings, runs, stages) if ok else None
-    token = noop_token(settings, catalog, runs, stages, base) if base else None
+    token = noop_token(base, catalog) if base else None
     stats = stat_look_of(catalog) if token else None
     with stages.db.write() as conn:
         stages.db.set_meta(TOKEN_KEY, token or "", conn)
@@ -209,7 +204,7 @@ def check_noop(settings: Settings) -> tuple[IngestSummary | None, FolderLook | N
         if stored is None:
             return None, None
         seen = discover_for(settings, known=stored, looked=looked)
-        if catalog_run_needed(stored, seen) or noop_token(settings, seen, runs, stages, base) != recorded:
+        if catalog_run_needed(stored, seen) or base is None or noop_token(base, seen) != recorded:
             base_current = base is not None and base == stages.db.get_meta(BASE_KEY)
             return None, FolderLook(stored, seen, runs, base_current)
         # touched files (new mtime, same content): remember how they look now, and let the next
