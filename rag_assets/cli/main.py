@@ -246,8 +246,7 @@ def _nothing_to_index(settings) -> bool:
 
     if has_markdown_files(settings.docs_dir):  # FileNotFoundError: the missing-folder message
         return False
-    catalog = StageStore.for_settings(settings).read_catalog()
-    return catalog is None or not catalog.documents
+    return StageStore.for_settings(settings).catalog_folder() is None
 
 
 def _ingest_doc(args) -> int:
