@@ -176,8 +176,11 @@ def materialize_documents(
     partition order (small gaps bridged), at most max_per_run documents each, so every finished
     run's documents stay indexed if the process is killed during a later one.
     Yields (wanted documents the run covered, its result)."""
-    order = instance.get_dynamic_partitions(corpus.ingestion.partitions.name)
     per_document = corpus.ingestion.per_document
+    if len(partition_keys) == 1:  # one edit: no plan, and no list of every partition (0.4 s at 100,000)
+        yield 1, _execute(instance, corpus, per_document, partition_key=partition_keys[0])
+        return
+    order = instance.get_dynamic_partitions(corpus.ingestion.partitions.name)
     for run in plan_runs(order, partition_keys, max_per_run):
         if run.first == run.last:  # one document: its own partition key (its metadata is its own)
             yield 1, _execute(instance, corpus, per_document, partition_key=run.first)
@@ -270,8 +273,11 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     else:
         stored = stages.read_catalog()
         seen = discover_for(settings, known=stored)
+    # no run, no new settings, store or generation since every document was current (noop_check):
+    # Dagster's partitions are still the stored catalog's, and only what the folder changed can be stale
+    trusted = look is not None and look.base_current and look.runs == runs_at_start
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
-    ran_catalog = catalog_run_needed(stored, seen) or set(
+    ran_catalog = catalog_run_needed(stored, seen) or not trusted and set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
     if ran_catalog:
         config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
@@ -294,9 +300,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     summary.documents_discovered = len(catalog.documents) + len(catalog.errors)
     summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
 
-    if look is not None and look.base_current and look.runs == runs_at_start:
-        # no run, no new settings, store or generation since every document was current (noop_check):
-        # only what the folder changed can be stale
+    if trusted:
         todo = content_changed(look.stored, refs)
     else:
         todo = documents_to_run(instance, refs, stages, corpus)

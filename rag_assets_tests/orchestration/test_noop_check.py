@@ -330,3 +330,34 @@ def test_a_few_partitions_are_asked_about_one_by_one_with_the_same_answer(indexe
     assert runs_module._materialized(instance, key, asked) == everything & set(asked) == set(asked[:2])
     monkeypatch.setattr(runs_module, "_ONE_BY_ONE_BELOW", 1)  # the other way gives the same
     assert runs_module._materialized(instance, key, asked) == set(asked[:2])
+
+
+def test_an_edit_after_everything_was_current_does_not_list_every_partition(indexed, monkeypatch):
+    """No run since every document was current (the token's base): Dagster's partitions are still
+    the catalog's, so an edit neither compares them nor plans its one run from the list of every
+    partition (0.4 s each at 100,000)."""
+    _edit(indexed)
+    answer, look = check_noop(Settings.from_env())
+    assert answer is None and look.base_current
+    listed = []
+    real = dg.DagsterInstance.get_dynamic_partitions
+    monkeypatch.setattr(dg.DagsterInstance, "get_dynamic_partitions",
+                        lambda self, name: listed.append(name) or real(self, name))
+    summary = ingest(look=look)
+    assert summary.documents_processed == 1 and len(summary.run_ids) == 1, summary
+    assert listed == []
+    assert quick() is not None
+
+
+def test_after_another_run_an_ingest_compares_dagsters_partitions_with_the_catalog(indexed, monkeypatch):
+    _another_run(indexed)
+    _edit(indexed)
+    answer, look = check_noop(Settings.from_env())
+    assert answer is None and not look.base_current
+    listed = []
+    real = dg.DagsterInstance.get_dynamic_partitions
+    monkeypatch.setattr(dg.DagsterInstance, "get_dynamic_partitions",
+                        lambda self, name: listed.append(name) or real(self, name))
+    summary = ingest(look=look)
+    assert summary.documents_processed == 1, summary
+    assert listed, "the partitions were not compared"
