@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -34,6 +34,18 @@ INDEXED = "indexed"
 STAGES = (PARSED, BLOCKS, CHUNKS, EMBEDDED, INDEXED)
 _IN_CHUNK = 500  # keys per IN (...) clause: well under SQLite's bound-parameter limit
 _CATALOG_DOCS_DIR = "catalog_docs_dir"
+
+
+@dataclass(frozen=True)
+class CatalogStats:
+    """What StageStore.catalog_stats reads: the folder, doc path -> (size, mtime_ns, inode) of every
+    document, the refused files, and whether any document imports another (its hash covers files
+    a stat of its own cannot see)."""
+
+    docs_dir: str
+    files: dict[str, tuple[int, int, int]]
+    errors: list[DiscoveryError]
+    imports: bool
 
 
 class StageStore:
@@ -208,6 +220,34 @@ class StageStore:
                 rows = conn.execute(sa.select(*_REF_COLUMNS).where(catalog_documents.c.partition_key.in_(part)))
                 out.update({ref.partition_key: ref for ref in (DocumentRef(*row) for row in rows)})
         return out
+
+    def catalog_by_doc_path(self, doc_paths: Sequence[str]) -> dict[str, DocumentRef]:
+        """The stored catalog's entries for these documents, nothing else."""
+        out: dict[str, DocumentRef] = {}
+        with self.db.read() as conn:
+            for part in _chunks(doc_paths):
+                rows = conn.execute(sa.select(*_REF_COLUMNS).where(catalog_documents.c.doc_path.in_(part)))
+                out.update({ref.doc_path: ref for ref in (DocumentRef(*row) for row in rows)})
+        return out
+
+    def catalog_stats(self) -> CatalogStats | None:
+        """The stored catalog as a stat sees it, without a DocumentRef per row (0.1 s against 0.6 s
+        for read_catalog at 100,000 documents); None when no catalog is stored."""
+        docs_dir = self.db.get_meta(_CATALOG_DOCS_DIR)
+        if docs_dir is None:
+            return None
+        c = catalog_documents.c
+        with self.db.read() as conn:
+            # the driver's own cursor: SQLAlchemy's rows double the time of 100,000 small ones
+            cursor = conn.connection.cursor()
+            try:
+                cursor.execute("SELECT doc_path, size_bytes, mtime_ns, inode FROM catalog_documents")
+                files = {path: (size, mtime_ns, inode) for path, size, mtime_ns, inode in cursor.fetchall()}
+            finally:
+                cursor.close()
+            imports = conn.execute(sa.select(c.doc_path).where(c.imports != "").limit(1)).first() is not None
+            errors = [DiscoveryError(path, reason) for path, reason in conn.execute(sa.select(catalog_errors.c.path, catalog_errors.c.reason))]
+        return CatalogStats(docs_dir, files, errors, imports)
 
     def catalog_folder(self) -> str | None:
         """The folder the stored catalog lists documents of; None when it lists none (a catalog

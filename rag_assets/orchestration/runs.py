@@ -46,7 +46,7 @@ from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinit
 from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .assets import stale_now
-from .noop_check import FolderLook, dagster_home, record_noop_token, run_storage_state
+from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
 from .resources import store_writer_lock
@@ -266,6 +266,10 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     runs_at_start = run_storage_state()
     summary = IngestSummary()
     stages = StageStore.for_settings(settings)
+    if look is not None and look.moved_only and (only_doc_paths is not None or look.runs != runs_at_start):
+        look = None  # a run came after the moved-only look: it may have moved more, the whole catalog decides
+    # moved-only: the catalogs below hold only the files whose stats moved (noop_check.FolderLook)
+    partial = look is not None and look.moved_only
     # A look at the folder first (a file whose size, mtime and inode did not change is not re-read):
     # the catalog run only when files appeared or vanished.
     if look is not None:
@@ -297,7 +301,8 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     refs = catalog.documents
     if only_doc_paths is not None:
         refs = [r for r in refs if r.doc_path in set(only_doc_paths)]
-    summary.documents_discovered = len(catalog.documents) + len(catalog.errors)
+    documents = look.documents if partial else len(catalog.documents)
+    summary.documents_discovered = documents + len(catalog.errors)
     summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
 
     if trusted:
@@ -335,12 +340,15 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
             fresh = stages.catalog_by_partition_key([r.partition_key for r in todo])
             now = replace(catalog, documents=[fresh.get(d.partition_key, d) for d in catalog.documents])
         else:
-            now = stages.read_catalog()
+            now, partial = stages.read_catalog(), False
         recheck = [d for d in now.documents if d.doc_path in ran] if alone else now.documents
         # a refused removal is not "current": the next `rag ingest` must look (and say so) again
         current = not summary.removal_refused and not failed and not pending and (
             not todo or not documents_to_run(instance, recheck, stages, corpus))
-        record_noop_token(settings, stages, now if current else None, runs_state)
+        if partial:  # the recorded digests, with the moved documents' as they are now
+            record_moved(settings, stages, look, now.documents, runs_state if current else None)
+        else:
+            record_noop_token(settings, stages, now if current else None, runs_state)
     failures = stages.failures([r.doc_path for r in failed]) if failed else {}
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     summary.errors += [{"doc_path": r.doc_path, "error": (
@@ -348,7 +356,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         if r.content_hash != before[r.doc_path] else
         "not indexed: its run failed or was interrupted; the next `rag ingest` continues")} for r in pending]
     # every discovered document is counted once: unchanged (no work), processed (current now), or failed
-    summary.documents_unchanged = len(refs) - len(todo)
+    summary.documents_unchanged = (documents if only_doc_paths is None else len(refs)) - len(todo)
     summary.documents_processed = len(todo) - vanished - len(failed) - len(pending)
     summary.documents_failed = len(catalog.errors if only_doc_paths is None else []) + len(failed) + len(pending)
     return summary

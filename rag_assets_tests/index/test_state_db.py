@@ -50,6 +50,11 @@ def test_records_failures_catalog_cache_and_generation(settings):
     assert stages.failure("d4.md", "h")["error"] == "store down"
     stages.write_catalog(Catalog("/docs", [ref("a.md"), ref("b.md")], []))
     assert [d.doc_path for d in stages.read_catalog().documents] == ["a.md", "b.md"]
+    a = stages.read_catalog().documents[0]
+    stats = stages.catalog_stats()  # through the driver's own cursor
+    assert stats.files == {d.doc_path: (d.size_bytes, d.mtime_ns, d.inode) for d in stages.read_catalog().documents}
+    assert stats.docs_dir == "/docs" and not stats.imports and stats.errors == []
+    assert stages.catalog_by_doc_path(["a.md", "gone.md"]) == {"a.md": a}
 
     cache = EmbeddingCache.for_settings(settings)
     cache.put_many("m", ["x", "y"], np.eye(2, 3, dtype=np.float32))

@@ -288,13 +288,24 @@ def test_a_noop_is_answered_from_stats_without_the_stored_catalog(indexed, monke
     assert quick() == full and reads == [], "the stored catalog was read"
 
 
-def test_a_touched_file_is_answered_from_the_catalog_once_then_from_stats_again(indexed, monkeypatch):
-    reads = _catalog_reads(monkeypatch)
+def _row_reads(monkeypatch) -> list[list[str]]:
+    """The documents whose catalog rows were read one by one (a moved-only look)."""
+    reads = []
+    real = StageStore.catalog_by_doc_path
+    monkeypatch.setattr(StageStore, "catalog_by_doc_path", lambda self, paths: reads.append(list(paths)) or real(self, paths))
+    return reads
+
+
+def test_a_touched_file_is_answered_from_its_own_row_once_then_from_stats_again(indexed, monkeypatch):
+    reads, rows = _catalog_reads(monkeypatch), _row_reads(monkeypatch)
     path = indexed / "docs" / "rate-limits.md"
     later = time.time() + 5
     os.utime(path, (later, later))
-    assert quick() is not None and len(reads) == 1  # the stats moved: the catalog decides (same content)
-    assert quick() is not None and len(reads) == 1  # ... and the stats it saw are the answer's now
+    # the stats moved: the file's own row and content decide (same content), not the whole catalog
+    assert quick() is not None and reads == [] and rows == [["rate-limits.md"]]
+    assert quick() is not None and rows == [["rate-limits.md"]]  # ... and the stats it saw are the answer's now
+    stored = {d.doc_path: d for d in StageStore.for_settings(Settings.from_env()).read_catalog().documents}
+    assert stored["rate-limits.md"].mtime_ns == path.stat().st_mtime_ns
 
 
 def test_a_file_replaced_with_the_same_size_and_mtime_is_not_taken_from_stats(indexed, monkeypatch):
@@ -307,7 +318,8 @@ def test_a_file_replaced_with_the_same_size_and_mtime_is_not_taken_from_stats(in
     os.replace(replacement, path)
     reads = _catalog_reads(monkeypatch)
     answer, look = check_noop(Settings.from_env())
-    assert answer is None and look is not None and reads == [1]
+    assert answer is None and look is not None and look.moved_only and reads == []
+    assert [d.doc_path for d in look.seen.documents] == ["rate-limits.md"]
     assert ingest(look=look).documents_processed == 1
 
 
@@ -361,3 +373,66 @@ def test_after_another_run_an_ingest_compares_dagsters_partitions_with_the_catal
     summary = ingest(look=look)
     assert summary.documents_processed == 1, summary
     assert listed, "the partitions were not compared"
+
+
+def _recorded(stages: StageStore) -> dict[str, str]:
+    from rag_assets.orchestration import noop_check
+
+    keys = (noop_check.TOKEN_KEY, noop_check.BASE_KEY, noop_check.STAT_KEY, noop_check.DOCUMENTS_DIGEST_KEY,
+            noop_check.FILES_DIGEST_KEY)
+    return {key: stages.db.get_meta(key) for key in keys}
+
+
+def test_an_edit_reads_only_the_rows_of_the_files_that_moved_and_records_what_a_full_look_would(indexed, monkeypatch):
+    _edit(indexed)
+    touched = indexed / "docs" / "guide" / "streaming.md"
+    later = time.time() + 5
+    os.utime(touched, (later, later))
+    reads, rows = _catalog_reads(monkeypatch), _row_reads(monkeypatch)
+    answer, look = check_noop(Settings.from_env())
+    assert answer is None and look.moved_only and look.documents == 3
+    assert rows == [["guide/streaming.md", "rate-limits.md"]]
+    summary = ingest(look=look)
+    assert (summary.documents_discovered, summary.documents_processed, summary.documents_unchanged) == (3, 1, 2)
+    assert reads == [], "the whole catalog was read"
+    stages = StageStore.for_settings(Settings.from_env())
+    kept = _recorded(stages)
+    assert all(kept.values()), kept
+    # the digests it updated are the ones a full look records
+    record_noop_token(Settings.from_env(), stages, stages.read_catalog(), run_storage_state())
+    assert _recorded(stages) == kept
+    reads.clear()
+    assert quick() is not None and reads == [], "the next no-op is answered from stats"
+
+
+def _imports(root: Path) -> None:
+    (root / "docs" / "rate-limits.md").write_text("import Note from './guide/streaming.md';\n\n# Rate limits\n\n<Note />\n")
+
+
+def _refused(root: Path) -> None:
+    os.environ["RAG_MAX_FILE_BYTES"] = "10"
+
+
+@pytest.mark.parametrize("change", ["add", "delete", "imports", "refused", "too_many_moved", "run_after_the_check"])
+def test_what_a_moved_only_look_cannot_see_goes_the_whole_way(indexed, monkeypatch, change):
+    from rag_assets.orchestration import noop_check
+
+    monkeypatch.setenv("RAG_MAX_FILE_BYTES", os.environ.get("RAG_MAX_FILE_BYTES", "5000000"))
+    _edit(indexed)
+    if change == "too_many_moved":
+        monkeypatch.setattr(noop_check, "MOVED_AT_MOST", 0)
+    elif change != "run_after_the_check":
+        {"add": _add, "delete": _delete, "imports": _imports, "refused": _refused}[change](indexed)
+    reads = _catalog_reads(monkeypatch)
+    answer, look = check_noop(Settings.from_env())
+    assert answer is None
+    if change == "run_after_the_check":
+        assert look.moved_only and reads == []
+        _another_run(indexed)
+    else:
+        assert look is not None and not look.moved_only
+    summary = ingest(look=look)
+    assert reads, "the whole catalog was not read"
+    if change != "refused":
+        assert not summary.errors and summary.documents_processed == {"delete": 0, "add": 2}.get(change, 1)
+        assert quick() is not None
