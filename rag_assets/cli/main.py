@@ -217,6 +217,7 @@ def _print_summary(summary, as_json: bool) -> int:
 
 
 def _ingest(args) -> int:
+    from rag_assets.ingest.catalog import content_changed
     from rag_assets.orchestration.noop_check import check_noop
 
     started = time.perf_counter()
@@ -230,11 +231,21 @@ def _ingest(args) -> int:
         print(f"rag: no markdown files (*.md, *.mdx) under {settings.docs_dir}, and nothing is indexed yet: "
               "point --docs-dir (or RAG_DOCS_DIR) at the folder that holds your documents", file=sys.stderr)
         return EXIT_USAGE
+    warming = None
+    if args.workers == 1 and (look is None or content_changed(look.stored, look.seen.documents)):
+        # this process's runs will embed: the model loads on the other core while Dagster is imported
+        from rag_assets.embedding import warm_in_background
+
+        warming = warm_in_background(settings)
     from rag_assets.orchestration.runs import corpus_definitions, ingest
 
-    with _progress_bars(args):
-        summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers,
-                         corpus=corpus_definitions(args.corpus.name), look=look)
+    try:
+        with _progress_bars(args):
+            summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers,
+                             corpus=corpus_definitions(args.corpus.name), look=look)
+    finally:
+        if warming is not None:
+            warming.join()
     return _print_summary(summary, args.json)
 
 

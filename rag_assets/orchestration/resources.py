@@ -16,7 +16,7 @@ import dagster as dg
 from filelock import FileLock
 
 from rag_assets.config import Settings
-from rag_assets.embedding import Embedder, embedder_key, load_embedder
+from rag_assets.embedding import Embedder, shared_embedder
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
 
@@ -43,18 +43,6 @@ def store_writer_lock(settings: Settings) -> FileLock | None:
     return FileLock(str(folder / STORE_WRITER_LOCK_NAME), is_singleton=True, thread_local=False)
 
 
-_EMBEDDERS: dict[tuple, Embedder] = {}
-
-
-def _cached_embedder(settings: Settings) -> Embedder:
-    """One model per process and per embedder configuration, whichever corpus asks: loading it per
-    asset would cost a second each time, and corpora differ in folders, not in models."""
-    key = embedder_key(settings)
-    if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = load_embedder(settings)
-    return _EMBEDDERS[key]
-
-
 class EmbedderResource(dg.ConfigurableResource):
     """The embedding model: local all-MiniLM-L6-v2 (ONNX, offline) or OpenAI."""
 
@@ -66,7 +54,7 @@ class EmbedderResource(dg.ConfigurableResource):
         return _with(base, embedder=self.embedder, embedding_model=self.model, embed_batch_size=self.batch_size)
 
     def get(self, base: Settings) -> Embedder:
-        return _cached_embedder(self.settings(base))
+        return shared_embedder(self.settings(base))
 
     def cache(self, base: Settings) -> EmbeddingCache:
         return EmbeddingCache.for_settings(self.settings(base))

@@ -193,3 +193,17 @@ def test_an_unknown_local_model_is_a_configuration_error():
 def test_an_unknown_embedder_is_a_configuration_error():
     with pytest.raises(ConfigurationError, match="RAG_EMBEDDER"):
         Settings.from_env(env={"RAG_EMBEDDER": "cohere"})
+
+
+def test_warm_in_background_loads_the_model_the_runs_share(tmp_path):
+    from rag_assets.embedding import shared_embedder, warm_in_background
+    from rag_assets.orchestration.resources import EmbedderResource
+
+    settings = Settings.from_env({"RAG_EMBED_BATCH_SIZE": "7"}, cache_dir=tmp_path)  # a key no other test shares
+    thread = warm_in_background(settings)
+    assert thread is not None
+    thread.join(timeout=120)
+    embedder = shared_embedder(settings)
+    assert embedder._session is not None, "the session was not loaded"
+    assert EmbedderResource().get(settings) is embedder  # the same model the assets embed with
+    assert warm_in_background(Settings.from_env({"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": "k"})) is None
