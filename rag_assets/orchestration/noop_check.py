@@ -52,8 +52,9 @@ from rag_assets.index.chroma_store import embedded_collection_id
 TOKEN_KEY = "noop_token"
 BASE_KEY = "noop_base"  # the token's parts but the folder's documents
 STAT_KEY = "noop_stat_token"  # the token's base and the folder as stats saw it (discovery.stat_look)
-DOCUMENTS_DIGEST_KEY = "noop_documents_digest"  # what the token covers of the documents (documents_digest)
-FILES_DIGEST_KEY = "noop_files_digest"  # what the stat token covers of the files (files_digest)
+# what the token covers of the documents (documents_digest), as "<token>:<digest>": valid only beside
+# that token (a version of this code that did not keep it may have written another token since)
+DOCUMENTS_DIGEST_KEY = "noop_documents_digest"
 # Past this many files whose stats moved, the whole catalog is read (as cheap, and a catalog run is likely)
 MOVED_AT_MOST = 1_000
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -214,16 +215,15 @@ def record_moved(settings: Settings, stages: StageStore, look: FolderLook, now: 
 
 def _write_tokens(stages: StageStore, base: str = "", docs_dir: str = "", errors=(), documents: int | None = None,
                   files: int | None = None) -> None:
-    """The no-op token, its base, the stat token and the digests they cover, in one transaction;
-    no base: all cleared. No `files`: no stat token (stats cannot tell, stat_look_of)."""
+    """The no-op token, its base, the stat token and the documents digest the token covers, in one
+    transaction; no base: all cleared. No `files`: no stat token (stats cannot tell, stat_look_of)."""
     token = _token("documents", base, docs_dir, documents, errors) if base and documents is not None else ""
     stat = _token("files", base, docs_dir, files, errors) if token and files is not None else ""
     with stages.db.write() as conn:
         stages.db.set_meta(TOKEN_KEY, token, conn)
         stages.db.set_meta(BASE_KEY, base if token else "", conn)
         stages.db.set_meta(STAT_KEY, stat, conn)
-        stages.db.set_meta(DOCUMENTS_DIGEST_KEY, f"{documents:032x}" if token else "", conn)
-        stages.db.set_meta(FILES_DIGEST_KEY, f"{files:032x}" if stat else "", conn)
+        stages.db.set_meta(DOCUMENTS_DIGEST_KEY, f"{token}:{documents:032x}" if token else "", conn)
 
 
 @dataclass(frozen=True)
@@ -306,8 +306,8 @@ def _look_at_moved(settings: Settings, stages: StageStore, looked: StatLook, dig
     as recorded: the catalog's stats, then only the moved files' rows, and only those files read
     (at 100,000 documents ~1 s less than the whole catalog and a discovery against it). None when
     that is not the case: the whole catalog decides."""
-    recorded = stages.db.get_meta(DOCUMENTS_DIGEST_KEY)
-    catalog = stages.catalog_stats() if recorded else None
+    token, _, recorded = (stages.db.get_meta(DOCUMENTS_DIGEST_KEY) or "").partition(":")
+    catalog = stages.catalog_stats() if recorded and token == stages.db.get_meta(TOKEN_KEY) else None
     # a page that imports another: its hash covers a file its own stat cannot see
     if catalog is None or catalog.imports or catalog.docs_dir != looked.docs_dir:
         return None

@@ -378,8 +378,7 @@ def test_after_another_run_an_ingest_compares_dagsters_partitions_with_the_catal
 def _recorded(stages: StageStore) -> dict[str, str]:
     from rag_assets.orchestration import noop_check
 
-    keys = (noop_check.TOKEN_KEY, noop_check.BASE_KEY, noop_check.STAT_KEY, noop_check.DOCUMENTS_DIGEST_KEY,
-            noop_check.FILES_DIGEST_KEY)
+    keys = (noop_check.TOKEN_KEY, noop_check.BASE_KEY, noop_check.STAT_KEY, noop_check.DOCUMENTS_DIGEST_KEY)
     return {key: stages.db.get_meta(key) for key in keys}
 
 
@@ -436,3 +435,13 @@ def test_what_a_moved_only_look_cannot_see_goes_the_whole_way(indexed, monkeypat
     if change != "refused":
         assert not summary.errors and summary.documents_processed == {"delete": 0, "add": 2}.get(change, 1)
         assert quick() is not None
+
+
+def test_a_documents_digest_not_kept_beside_the_current_token_is_not_used(indexed, monkeypatch):
+    """A token written by a version that kept no digest: the digest left from before is not its."""
+    stages = StageStore.for_settings(Settings.from_env())
+    stages.db.set_meta(TOKEN_KEY, "written-by-another-version")
+    _edit(indexed)
+    reads = _catalog_reads(monkeypatch)
+    answer, look = check_noop(Settings.from_env())
+    assert answer is None and not look.moved_only and reads == [1]
