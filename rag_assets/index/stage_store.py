@@ -214,21 +214,19 @@ class StageStore:
 
     def catalog_by_partition_key(self, keys: Sequence[str]) -> dict[str, DocumentRef]:
         """The stored catalog's entries for these partition keys (a run's documents), nothing else."""
-        out: dict[str, DocumentRef] = {}
-        with self.db.read() as conn:
-            for part in _chunks(keys):
-                rows = conn.execute(sa.select(*_REF_COLUMNS).where(catalog_documents.c.partition_key.in_(part)))
-                out.update({ref.partition_key: ref for ref in (DocumentRef(*row) for row in rows)})
-        return out
+        return {ref.partition_key: ref for ref in self._catalog_where("partition_key", keys)}
 
     def catalog_by_doc_path(self, doc_paths: Sequence[str]) -> dict[str, DocumentRef]:
         """The stored catalog's entries for these documents, nothing else."""
-        out: dict[str, DocumentRef] = {}
+        return {ref.doc_path: ref for ref in self._catalog_where("doc_path", doc_paths)}
+
+    def _catalog_where(self, column: str, values: Sequence[str]) -> list[DocumentRef]:
+        refs: list[DocumentRef] = []
         with self.db.read() as conn:
-            for part in _chunks(doc_paths):
-                rows = conn.execute(sa.select(*_REF_COLUMNS).where(catalog_documents.c.doc_path.in_(part)))
-                out.update({ref.doc_path: ref for ref in (DocumentRef(*row) for row in rows)})
-        return out
+            for part in _chunks(values):
+                rows = conn.execute(sa.select(*_REF_COLUMNS).where(catalog_documents.c[column].in_(part)))
+                refs.extend(DocumentRef(*row) for row in rows)
+        return refs
 
     def catalog_stats(self) -> CatalogStats | None:
         """The stored catalog as a stat sees it, without a DocumentRef per row (0.1 s against 0.6 s
