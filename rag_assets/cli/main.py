@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gc
 import json
 import os
 import sys
@@ -23,6 +22,7 @@ from rag_assets.cli import ui, watch
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
+from rag_assets.process_start import imports_without_gc
 from rag_assets.retrieval.modes import MAX_TOP_K, RetrievalMode, validate_top_k
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
@@ -285,21 +285,6 @@ def _ingest_doc(args) -> int:
         summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, or refused)"})
         summary.documents_failed = len(summary.errors)
     return _print_summary(summary, args.json)
-
-
-@contextmanager
-def imports_without_gc():
-    """Heavy imports (dagster, chromadb: ~2 s) with Python's cycle collector off, then what they
-    built moved out of its reach (gc.freeze): they allocate ~350,000 objects that every collection
-    would walk again, for nothing (0.25 s of the imports, measured; and of every later collection)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 @contextmanager

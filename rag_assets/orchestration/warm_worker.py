@@ -13,12 +13,13 @@ never executes code older than its launch.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from rag_assets.process_start import imports_without_gc
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -80,12 +81,10 @@ def execute_cold(run_id: str, instance_ref_json: str) -> int:
 
 def main() -> int:
     niced = _lower_priority()
-    gc.disable()
-    warm_up()
-    # what the warm-up built lives as long as the process: out of the cycle collector's reach, so
-    # the run's collections do not walk it again (as rag_assets.cli.main.imports_without_gc)
-    gc.freeze()
-    gc.enable()
+    # what the warm-up builds lives as long as the process: out of the cycle collector's reach, so
+    # the run's collections do not walk it again
+    with imports_without_gc():
+        warm_up()
     warmed_at = _source_mtimes()
     line = sys.stdin.readline()
     if not line.strip():

@@ -254,22 +254,3 @@ def test_the_summary_counts_code_blocks_split_to_fit_a_chunk(env):
     assert "1 code/table block(s) too big for one chunk were split at line boundaries" in text
     assert "exceed the embedding model's input" not in text
 
-
-def test_heavy_imports_run_without_the_cycle_collector_which_is_on_again_after():
-    import gc
-
-    from rag_assets.cli.main import imports_without_gc
-
-    frozen = gc.get_freeze_count()
-    try:
-        with imports_without_gc():
-            assert not gc.isenabled()
-            kept = [[] for _ in range(1000)]  # what the imports build
-        assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(kept)
-        gc.disable()
-        with imports_without_gc():
-            pass
-        assert not gc.isenabled(), "a collector its caller had turned off was turned on"
-    finally:
-        gc.enable()
-        gc.unfreeze()
