@@ -159,10 +159,6 @@ def files_digest(files: Iterable[tuple[str, int, int, int]]) -> int:
     return _set_digest(f"{path}\0{size}\0{mtime_ns}\0{inode}" for path, size, mtime_ns, inode in files)
 
 
-def _file_stats(documents: Iterable[DocumentRef]) -> list[tuple[str, int, int, int]]:
-    return [(d.doc_path, d.size_bytes, d.mtime_ns, d.inode) for d in documents]
-
-
 def _token(kind: str, base: str, docs_dir: str, digest: int, errors) -> str:
     parts = {"kind": kind, "base": base, "docs_dir": docs_dir, "digest": f"{digest:032x}",
              "errors": sorted((e.path, e.reason) for e in errors)}
@@ -174,11 +170,11 @@ def noop_token(base: str, catalog: Catalog) -> str:
     return _token("documents", base, catalog.docs_dir, documents_digest(catalog.documents), catalog.errors)
 
 
-def stat_token(base: str, look: StatLook, digest: int | None = None) -> str:
-    """The token's base and the folder at stat level: equal to the recorded one, every file is the
-    version the recorded catalog hashed (the rule DocumentRef.stat_matches applies to every look),
-    so the catalog has not moved and nothing needs reading. `digest`: files_digest(look.files), if known."""
-    return _token("files", base, look.docs_dir, files_digest(look.files) if digest is None else digest, look.errors)
+def stat_token(base: str, look: StatLook, digest: int) -> str:
+    """The token's base and the folder at stat level (`digest`: files_digest(look.files)): equal to
+    the recorded one, every file is the version the recorded catalog hashed (the rule
+    DocumentRef.stat_matches applies to every look), so the catalog has not moved and nothing needs reading."""
+    return _token("files", base, look.docs_dir, digest, look.errors)
 
 
 def record_noop_token(settings: Settings, stages: StageStore, catalog: Catalog | None, runs: RunStorageState | None) -> bool:
@@ -190,10 +186,15 @@ def record_noop_token(settings: Settings, stages: StageStore, catalog: Catalog |
     if not base:
         _write_tokens(stages)
         return False
+    _record_catalog(stages, base, catalog)
+    return True
+
+
+def _record_catalog(stages: StageStore, base: str, catalog: Catalog) -> None:
+    """The tokens of `catalog` as current with this base."""
     stats = stat_look_of(catalog)
     _write_tokens(stages, base, catalog.docs_dir, catalog.errors, documents_digest(catalog.documents),
                   files_digest(stats.files) if stats else None)
-    return True
 
 
 def record_moved(settings: Settings, stages: StageStore, look: FolderLook, now: Sequence[DocumentRef],
@@ -206,10 +207,10 @@ def record_moved(settings: Settings, stages: StageStore, look: FolderLook, now: 
         _write_tokens(stages)
         return False
     rest_documents, rest_files = look.rest
-    unhashed = any(d.mtime_ns == 0 or d.file_hash == "" for d in now)  # stat_look_of's rule
+    stats = stat_look_of(Catalog(look.seen.docs_dir, list(now), look.seen.errors))
     _write_tokens(stages, base, look.seen.docs_dir, look.seen.errors,
                   (rest_documents + documents_digest(now)) % _DIGEST_MOD,
-                  None if unhashed else (rest_files + files_digest(_file_stats(now))) % _DIGEST_MOD)
+                  (rest_files + files_digest(stats.files)) % _DIGEST_MOD if stats else None)
     return True
 
 
@@ -292,9 +293,7 @@ def check_noop(settings: Settings) -> tuple[IngestSummary | None, FolderLook | N
         touched = touched_documents(stored, seen)
         if touched:
             stages.refresh_catalog(touched)
-            stats = stat_look_of(seen)
-            _write_tokens(stages, base, seen.docs_dir, seen.errors, documents_digest(seen.documents),
-                          files_digest(stats.files) if stats else None)
+            _record_catalog(stages, base, seen)
         return _unchanged(seen.documents, seen.errors), None
     finally:
         lock.release()
