@@ -1,5 +1,3 @@
-import sys
+from rag_assets.cli.main import run
 
-from rag_assets.cli.main import main
-
-sys.exit(main())
+run()

@@ -17,9 +17,11 @@ import time
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from rag_assets.cli import ui, watch
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
+from rag_assets.cli.process_exit import exit_process
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.process_start import imports_without_gc
@@ -629,3 +631,8 @@ def _jsonable(value):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run() -> NoReturn:
+    """The `rag` command (console script and `python -m rag_assets`): main(), then a quick exit."""
+    exit_process(main())
