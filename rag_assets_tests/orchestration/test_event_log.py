@@ -1,5 +1,7 @@
 """The batching event-log storage records exactly what Dagster's stock SQLite storage records."""
 
+import sqlite3
+
 import dagster as dg
 import pytest
 
@@ -64,6 +66,34 @@ def test_batched_writes_record_what_the_stock_storage_records(tmp_path, monkeypa
     assert batched == stock
     assert stock["first"]["materialized"] == [f"p{i:03d}" for i in range(30)] + ["p035"]
     assert max(batches) >= 30, f"the range run's events were not batched: {batches}"
+
+
+def _shards(runs_dir) -> list[tuple]:
+    """(tables and indexes, alembic revision, journal mode) of each run's database."""
+    out = []
+    for path in sorted(p for p in runs_dir.glob("*.db") if p.name != "index.db"):
+        with sqlite3.connect(path) as conn:
+            out.append((
+                sorted(r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")),
+                conn.execute("SELECT version_num FROM alembic_version").fetchall(),
+                conn.execute("PRAGMA journal_mode").fetchone()[0],
+            ))
+        conn.close()
+    return out
+
+
+def test_a_new_run_database_is_the_stock_one(tmp_path, monkeypatch):
+    """Copied from an empty database made once by the stock code: same schema, stamp and WAL mode,
+    without the stock per-run load of every alembic migration script."""
+    _run(tmp_path / "stock", f"  sqlite:\n    base_dir: {tmp_path}/stock/storage", monkeypatch)
+    _run(tmp_path / "batched", batching_sqlite_storage(tmp_path / "batched"), monkeypatch)
+    stock, batched = _shards(tmp_path / "stock/storage/history/runs"), _shards(tmp_path / "batched/storage/history/runs")
+    assert len(stock) == len(batched) == 2
+    assert batched == stock
+    assert stock[0][1] and stock[0][2] == "wal"
+    templates = list((tmp_path / "batched/storage/history/runs").glob(".run-shard-template-*.sqlite"))
+    assert [t.name for t in templates] == [f".run-shard-template-{event_log.DAGSTER_VERSION}.sqlite"]
+    assert not list((tmp_path / "batched/storage/history/runs").glob(".rag-shard-*"))  # no scratch copy left
 
 
 def test_dynamic_partition_keys_are_read_again_only_after_a_change(tmp_path, monkeypatch):
