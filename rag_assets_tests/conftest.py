@@ -1,6 +1,8 @@
 """Shared test setup: offline, no telemetry, and every piece of state in temporary folders."""
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -9,8 +11,11 @@ import pytest
 from rag_assets.config import apply_offline_defaults
 
 apply_offline_defaults()
-# one unpacked tiktoken cache for the whole session, never the developer's data/cache
-os.environ.setdefault("TIKTOKEN_CACHE_DIR", tempfile.mkdtemp(prefix="rag-tiktoken-"))
+# one unpacked tiktoken cache for the whole session (the workers inherit it), never the developer's
+# data/cache; removed when the process that made it ends
+if not os.environ.get("TIKTOKEN_CACHE_DIR"):
+    os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="rag-tiktoken-")
+    atexit.register(shutil.rmtree, os.environ["TIKTOKEN_CACHE_DIR"], True)
 
 SAMPLE_DOCS = {
     "guide/evaluation.md": """---
