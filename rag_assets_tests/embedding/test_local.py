@@ -153,6 +153,16 @@ def test_count_tokens_and_fits(embedder):
     assert embedder.count_tokens(huge) > 1500  # counting never truncates
 
 
+def test_a_text_counted_again_is_not_tokenized_again():
+    fresh = MiniLMOnnxEmbedder()
+    texts = [f"{COOKING} {i}" for i in range(50)]
+    first = [fresh.count_tokens(t) for t in texts]
+    tokenized = fresh._count_kept.cache_info().misses
+    assert [fresh.count_tokens("".join(list(t))) for t in texts] == first  # equal text, another object
+    assert fresh._count_kept.cache_info().misses == tokenized
+    assert [fresh._count(t) for t in texts] == first
+
+
 def test_counting_does_not_load_the_model():
     fresh = MiniLMOnnxEmbedder()
     assert fresh.count_tokens("hello world") == 4 and fresh.fits("hello world")
