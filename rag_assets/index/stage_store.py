@@ -25,6 +25,11 @@ from rag_assets.index.state_db import StateDB, catalog_documents, catalog_errors
 
 # the catalog's columns in DocumentRef's field order, so a row builds a ref positionally
 _REF_COLUMNS = tuple(catalog_documents.c[f.name] for f in fields(DocumentRef))
+_REFRESH_CATALOG_ROW = (
+    catalog_documents.update()
+    .where(catalog_documents.c.doc_path == sa.bindparam("new_doc_path"))
+    .values({f.name: sa.bindparam(f"new_{f.name}") for f in fields(DocumentRef) if f.name != "doc_path"})
+)
 
 PARSED = "parsed"
 BLOCKS = "blocks"
@@ -200,10 +205,11 @@ class StageStore:
         files exist is the catalog run's to decide."""
         if not refs:
             return
+        # one statement for every row (compiled once, executemany): a statement per row cost 0.25 ms
+        # to build and compile, 0.25 s of a 1,000-page ingest
+        rows = [{f"new_{k}": v for k, v in asdict(ref).items()} for ref in refs]
         with self.db.write() as conn:
-            for ref in refs:
-                values = {k: v for k, v in asdict(ref).items() if k != "doc_path"}
-                conn.execute(catalog_documents.update().where(catalog_documents.c.doc_path == ref.doc_path).values(**values))
+            conn.execute(_REFRESH_CATALOG_ROW, rows)
 
     def forget_fingerprints(self, doc_paths: Sequence[str]) -> None:
         """Make the next look hash these files again even if their size, mtime and inode did not
