@@ -38,6 +38,7 @@ from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableE
 
 from rag_assets.ingest.catalog import catalog_run_needed, content_changed, touched_documents
 from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file
+from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
@@ -233,7 +234,13 @@ def ingest(
     writer = store_writer_lock(settings) if workers == 1 else None
     with ingest_lock(settings.state_dir) as waited, \
             _holding(writer, "another process is writing the vector store") if writer else nullcontext():
-        summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look)
+        # the store is this process's alone from here: its collection loads while the runs start
+        opening = open_in_background(settings) if writer is not None else None
+        try:
+            summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look)
+        finally:
+            if opening is not None:
+                opening.join()
     summary.lock_wait_seconds = round(waited, 3)
     summary.duration_seconds = round(time.perf_counter() - started, 3)
     return summary

@@ -6,7 +6,7 @@ import pytest
 from rag_assets.errors import ConfigurationError
 from rag_assets.ingest.ids import assign_ids
 from rag_assets.models import Chunk
-from rag_assets.index.chroma_store import ChromaStore
+from rag_assets.index.chroma_store import ChromaStore, open_in_background
 
 
 def chunks(doc, texts):
@@ -73,3 +73,33 @@ def test_reopening_with_another_model_is_refused(tmp_path):
 
 def test_empty_store_query(store):
     assert store.query(vecs(1)[0]) == []
+
+
+def _settings(tmp_path, collection="tcol", host=None):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(chroma_host=host, chroma_port=8000, chroma_path=tmp_path / "chroma", collection=collection)
+
+
+def test_opening_in_background_loads_the_collection_the_store_then_shares(store, tmp_path):
+    store.replace_document("a.md", chunks("a.md", ["x", "y"]), vecs(2))
+    opening = open_in_background(_settings(tmp_path))
+    opening.join(timeout=60)
+    assert not opening.is_alive()
+    again = ChromaStore(path=tmp_path / "chroma", collection="tcol", embedding_model="m", dimension=4)
+    assert again.doc_paths() == {"a.md"} and again.count() == 2
+
+
+def test_opening_in_background_never_creates_a_collection(store, tmp_path):
+    store.replace_document("a.md", chunks("a.md", ["x"]), vecs(1))
+    opening = open_in_background(_settings(tmp_path, collection="not_made_here"))
+    opening.join(timeout=60)
+    import chromadb
+
+    names = {getattr(c, "name", c) for c in chromadb.PersistentClient(path=str(tmp_path / "chroma")).list_collections()}
+    assert names == {"tcol"}  # the run creates it, with its model
+
+
+def test_nothing_is_opened_in_background_for_a_server_or_a_store_not_made_yet(tmp_path):
+    assert open_in_background(_settings(tmp_path, host="127.0.0.1")) is None
+    assert open_in_background(_settings(tmp_path)) is None
