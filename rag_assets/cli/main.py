@@ -629,10 +629,10 @@ def _jsonable(value):
     return str(value)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def run() -> NoReturn:
     """The `rag` command (console script and `python -m rag_assets`): main(), then a quick exit."""
     exit_process(main())
+
+
+if __name__ == "__main__":
+    run()

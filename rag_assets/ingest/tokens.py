@@ -12,6 +12,7 @@ run), marshal reads the same dict in 0.02 s. The dump is made from tiktoken's ow
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import hashlib
@@ -63,8 +64,12 @@ def get_encoding(name: str = "cl100k_base", cache_dir: str | None = None) -> tik
 
         spec = ENCODING_CONSTRUCTORS[name]()  # what tiktoken.get_encoding builds its Encoding from
         tmp = dump.with_name(f"{dump.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps(spec))
-        tmp.replace(dump)  # atomic: a concurrent reader sees the old state or the whole dump
+        try:
+            tmp.write_bytes(marshal.dumps(spec))
+            tmp.replace(dump)  # atomic: a concurrent reader sees the old state or the whole dump
+        except OSError:  # a read-only cache folder: parsed again next time, as tiktoken would
+            with contextlib.suppress(OSError):
+                tmp.unlink()
     return tiktoken.Encoding(**spec)
 
 

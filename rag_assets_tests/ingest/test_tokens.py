@@ -38,3 +38,14 @@ def test_a_dump_cut_short_is_made_again(tmp_path, monkeypatch):
     encoding = get_encoding.__wrapped__("cl100k_base", str(tmp_path))
     assert encoding.encode_ordinary(TEXT) == _stock("cl100k_base").encode_ordinary(TEXT)
     assert dump.read_bytes() == whole
+
+
+def test_a_dump_that_cannot_be_written_still_gives_the_encoding(tmp_path, monkeypatch):
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    get_encoding.__wrapped__("cl100k_base", str(tmp_path))
+    dump = _dump(tmp_path)
+    dump.unlink()
+    dump.mkdir()  # stands for a read-only folder (the tests may run as root, which chmod does not stop)
+    encoding = get_encoding.__wrapped__("cl100k_base", str(tmp_path))
+    assert encoding.encode_ordinary(TEXT) == _stock("cl100k_base").encode_ordinary(TEXT)
+    assert dump.is_dir() and not list(tmp_path.glob("*.tmp"))
