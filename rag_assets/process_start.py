@@ -1,4 +1,5 @@
-"""What a process does before its real work: the heavy imports (dagster, chromadb: ~2 s).
+"""What a process does before its real work: the heavy imports (dagster, chromadb: ~2 s), and
+what it starts ahead of the work on the other core (the model, the store).
 
 Dagster-free, so both the `rag` CLI and the warm run worker can use it.
 """
@@ -6,6 +7,8 @@ Dagster-free, so both the `rag` CLI and the warm run worker can use it.
 from __future__ import annotations
 
 import gc
+import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 
 
@@ -23,3 +26,18 @@ def imports_without_gc():
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+def start_quietly(name: str, work: Callable[[], object]) -> threading.Thread:
+    """`work` in a daemon thread, any error dropped: work done ahead that the step needing it
+    does again, and reports, when it failed here."""
+
+    def quietly() -> None:
+        try:
+            work()
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
+
+    thread = threading.Thread(target=quietly, name=name, daemon=True)
+    thread.start()
+    return thread

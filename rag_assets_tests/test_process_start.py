@@ -1,10 +1,10 @@
-"""The heavy imports' collector handling (rag_assets/process_start.py)."""
+"""The heavy imports' collector handling and the work started ahead (rag_assets/process_start.py)."""
 
 from __future__ import annotations
 
 import gc
 
-from rag_assets.process_start import imports_without_gc
+from rag_assets.process_start import imports_without_gc, start_quietly
 
 
 def test_heavy_imports_run_without_the_cycle_collector_which_is_on_again_after():
@@ -21,3 +21,17 @@ def test_heavy_imports_run_without_the_cycle_collector_which_is_on_again_after()
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+def test_work_started_ahead_runs_in_a_daemon_thread_and_its_error_is_dropped(monkeypatch):
+    import threading
+
+    escaped = []
+    monkeypatch.setattr(threading, "excepthook", escaped.append)  # where an uncaught error would go
+    done = []
+    ok = start_quietly("rag-test-ahead", lambda: done.append(1))
+    failing = start_quietly("rag-test-ahead-fails", lambda: 1 / 0)
+    for thread in (ok, failing):
+        thread.join(timeout=10)
+        assert thread.daemon and not thread.is_alive()
+    assert done == [1] and escaped == []

