@@ -8,7 +8,8 @@ Kubernetes job, a Docker container, ...). The runs' processes share the state da
 (RAG_STATE_URL) and a Chroma server; per-document locks keep two runs off one document.
 
 A run whose process dies (killed, out of memory) is noticed here, marked failed, and its
-documents stay stale: the next ingest redoes them.
+documents stay stale: the next ingest redoes them. What Dagster's log capture may leave of it (a
+`tail -F` that holds our output open) is ended.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def launch_document_runs(
                     if run.status not in _TERMINAL:
                         instance.report_run_failed(
                             run, "its worker process died (killed?); its documents are redone by the next ingest")
+                        end_orphaned_log_tails([launched.run_id])
                         run = instance.get_run_by_id(launched.run_id)
                 if run.status in _TERMINAL:
                     launched.status = run.status
@@ -104,6 +106,10 @@ def launch_document_runs(
                     finished.append(launched)
                     on_done(launched)
         launcher.shutdown(wait=True)
+    # a run can also have been failed by Dagster's own run monitoring when its worker died
+    failed = [r.run_id for r in finished if r.status == dg.DagsterRunStatus.FAILURE]
+    if failed:
+        end_orphaned_log_tails(failed)
     return finished
 
 
@@ -151,6 +157,32 @@ def _worker_died(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
             return fh.read().split(") ", 1)[1].startswith("Z")
     except (OSError, IndexError):
         return False
+
+
+def end_orphaned_log_tails(run_ids: Sequence[str]) -> int:
+    """End the compute-log `tail -F` processes that dead workers of these runs left behind; how many.
+
+    Dagster mirrors a run's captured stdout and stderr to its worker's own through a `tail -F`
+    child each, and starts a watcher process that ends the tail once the worker dies. A worker
+    killed after a tail started but before its watcher did leaves that tail running for ever,
+    holding the worker's stdout open. That stdout is ours (inherited through the code server), so
+    whoever reads `rag ingest --workers N` to its end (a pipe, `| jq`, a test) would wait for ever.
+    A tail is known by its command line: `tail -F -c +0 <log path>` with the run id a folder of
+    the path (LocalComputeLogManager keeps each run's logs in a folder named by its id)."""
+    import psutil
+
+    wanted, ended = set(run_ids), 0
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info.get("cmdline") or []
+        if proc.info.get("name") != "tail" or cmd[:4] != ["tail", "-F", "-c", "+0"]:
+            continue
+        if any(wanted.intersection(Path(arg).parts) for arg in cmd[4:]):
+            try:
+                proc.terminate()
+                ended += 1
+            except psutil.Error:
+                pass  # gone meanwhile
+    return ended
 
 
 def _worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
