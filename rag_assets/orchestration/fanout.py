@@ -178,7 +178,8 @@ def end_orphaned_log_tails(run_ids: Sequence[str]) -> int:
             continue
         if any(wanted.intersection(Path(arg).parts) for arg in cmd[4:]):
             try:
-                proc.terminate()
+                # SIGKILL: a tail has nothing to clean up, and one started where SIGTERM was ignored ignores it too
+                proc.kill()
                 ended += 1
             except psutil.Error:
                 pass  # gone meanwhile
