@@ -3,6 +3,7 @@
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -195,3 +196,16 @@ def dagster_home(tmp_path, monkeypatch):
     (home / "dagster.yaml").write_text(instance_yaml(home, batching_sqlite_storage(home)))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     return home
+
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_not_left_ignored():
+    """A test must not leave this process ignoring SIGTERM. Dagster's in-process execution maps
+    SIGTERM onto SIGINT's handler, and in a full xdist run SIGINT is ignored in some workers by then
+    (/proc/self/status showed it before test_assets' runs): SIGTERM became SIG_IGN, and every process
+    a later test started (dagster dev, a Chroma server, a compute-log tail) inherited it. Their stops
+    then waited out their timeouts (30 s for dagster dev) or never came."""
+    yield
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
