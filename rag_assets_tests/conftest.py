@@ -198,14 +198,16 @@ def dagster_home(tmp_path, monkeypatch):
     return home
 
 
-
 @pytest.fixture(autouse=True)
-def _sigterm_not_left_ignored():
-    """A test must not leave this process ignoring SIGTERM. Dagster's in-process execution maps
-    SIGTERM onto SIGINT's handler, and in a full xdist run SIGINT is ignored in some workers by then
-    (/proc/self/status showed it before test_assets' runs): SIGTERM became SIG_IGN, and every process
-    a later test started (dagster dev, a Chroma server, a compute-log tail) inherited it. Their stops
-    then waited out their timeouts (30 s for dagster dev) or never came."""
+def _interrupts_not_left_ignored():
+    """A test must not leave this process ignoring SIGINT or SIGTERM: every process a later test
+    starts inherits that (dagster dev, a Chroma server, a compute-log tail), and its stop then waits
+    out its timeout (30 s for dagster dev) or never comes. In a full xdist run SIGINT was ignored in
+    a worker before test_assets' runs (/proc/self/status), and Dagster's in-process execution maps
+    SIGTERM onto SIGINT's handler, so SIGTERM was ignored after them; dagster dev does the same
+    mapping when it starts with SIGINT ignored."""
     yield
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
