@@ -98,7 +98,6 @@ def launch_document_runs(
                     if run.status not in _TERMINAL:
                         instance.report_run_failed(
                             run, "its worker process died (killed?); its documents are redone by the next ingest")
-                        end_orphaned_log_tails([launched.run_id])
                         run = instance.get_run_by_id(launched.run_id)
                 if run.status in _TERMINAL:
                     launched.status = run.status
@@ -106,7 +105,7 @@ def launch_document_runs(
                     finished.append(launched)
                     on_done(launched)
         launcher.shutdown(wait=True)
-    # a run can also have been failed by Dagster's own run monitoring when its worker died
+    # once, for every failed run: those whose dead worker was noticed above, and any other
     failed = [r.run_id for r in finished if r.status == dg.DagsterRunStatus.FAILURE]
     if failed:
         end_orphaned_log_tails(failed)
