@@ -47,9 +47,10 @@ def test_a_killed_workers_log_tail_is_ended_so_its_output_reaches_an_end(tmp_pat
     read_end, write_end = os.pipe()
     worker = subprocess.Popen([sys.executable, "-c", WORKER, *paths], stdout=write_end)
     os.close(write_end)
-    tails = _tails(worker)
-    other = next(t for t in tails if paths[1] in t.cmdline())
+    tails: list[psutil.Process] = []
     try:
+        tails = _tails(worker)
+        other = next(t for t in tails if paths[1] in t.cmdline())
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         # the orphaned tail holds the worker's stdout: a reader of it never sees its end
@@ -63,6 +64,9 @@ def test_a_killed_workers_log_tail_is_ended_so_its_output_reaches_an_end(tmp_pat
         assert end_orphaned_log_tails([str(uuid.uuid4())]) == 0
     finally:
         os.close(read_end)
+        if worker.poll() is None:  # it did not start its tails
+            worker.kill()
+            worker.wait()
         for tail in tails:
             try:
                 tail.kill()
