@@ -7,10 +7,11 @@ bridged, large ones split the range. And no run holds more than `max_per_run` wa
 so a large ingest commits its work in slices: a kill keeps every finished slice.
 
 Slices grow (`ingest_slices`): the first holds RAG_DOCUMENTS_PER_RUN documents, so the first
-documents are searchable soon; later ones up to LATER_RUNS_FACTOR times that. Each run has a fixed
-cost of its own (1,000 small pages: 0.7 s less beside the encoder in two runs than in five; 50 document
-runs become 14 at 10,000: benchmarks/ingest_overhead.md), while a kill during a large slice loses little:
-its embeddings, the expensive part, are cached call by call and reused by the next ingest.
+documents are searchable soon; later ones up to LATER_RUNS_FACTOR times that. Each run has a
+fixed cost of its own (1,000 small pages: 0.7 s less beside the encoder in two runs than in five;
+50 document runs become 14 at 10,000: benchmarks/ingest_overhead.md), while a kill during a large
+slice loses little: its embeddings, the expensive part, are cached call by call and reused by the
+next ingest.
 """
 
 from __future__ import annotations
