@@ -5,9 +5,9 @@ at the folder (rag_assets.ingest.change_detection), keeps only the documents the
 (assets.stale_now) says still need work, and plans the runs: documents runs over partition ranges in
 growing slices (the first of RAG_DOCUMENTS_PER_RUN documents; queued first: a new file is searchable
 after one run, not two), and the catalog run only when files appeared or vanished (it removes
-vanished documents). The deletion
-guard is applied before the catalog run is asked for: a look that would remove most of the index
-asks for nothing of the kind, and keeps the cursor so the same look comes again.
+vanished documents). The deletion guard is applied before the catalog run is asked for: a look that
+would remove most of the index asks for nothing of the kind, and keeps the cursor so the same look
+comes again.
 
 The cursor is small — `{"snapshot": <id>, "tick": n}` — and names the folder's last look, stored in
 the state database (rag_assets.index.folder_snapshots): Dagster writes a sensor's cursor with every
