@@ -3,11 +3,10 @@
 Given a cursor (the folder as last seen) and the partitions Dagster knows, `plan_change_runs` looks
 at the folder (rag_assets.ingest.change_detection), keeps only the documents the one staleness rule
 (assets.stale_now) says still need work, and plans the runs: documents runs over partition ranges in
-growing slices (the first of RAG_DOCUMENTS_PER_RUN documents; queued first: a new file is searchable
-after one run, not two), and the catalog run only when files appeared or vanished (it removes
-vanished documents). The deletion guard is applied before the catalog run is asked for: a look that
-would remove most of the index asks for nothing of the kind, and keeps the cursor so the same look
-comes again.
+slices of RAG_DOCUMENTS_PER_RUN (queued first: a new file is searchable after one run, not two), and
+the catalog run only when files appeared or vanished (it removes vanished documents). The deletion
+guard is applied before the catalog run is asked for: a look that would remove most of the index
+asks for nothing of the kind, and keeps the cursor so the same look comes again.
 
 The cursor is small — `{"snapshot": <id>, "tick": n}` — and names the folder's last look, stored in
 the state database (rag_assets.index.folder_snapshots): Dagster writes a sensor's cursor with every
@@ -27,7 +26,7 @@ from rag_assets.ingest.change_detection import DEFAULT_SETTLE_SECONDS, detect_ch
 from rag_assets.models import Catalog
 
 from .assets import stale_now
-from .partition_ranges import QUEUED_MAX_GAP, RangeRun, ingest_slices
+from .partition_ranges import QUEUED_MAX_GAP, RangeRun, plan_runs
 
 
 @dataclass
@@ -86,8 +85,8 @@ def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str]
     to_process = [r for r in changes.to_process if r.doc_path in stale or r.partition_key not in known]
     plan.new_keys = [r.partition_key for r in to_process if r.partition_key not in known]
     order = list(existing) + plan.new_keys  # the order the partitions will have once added
-    plan.document_runs = list(ingest_slices(order, {r.partition_key for r in to_process}, settings.documents_per_run,
-                                            max_gap=QUEUED_MAX_GAP))
+    plan.document_runs = list(plan_runs(order, {r.partition_key for r in to_process}, settings.documents_per_run,
+                                        max_gap=QUEUED_MAX_GAP))
     plan.catalog = bool(plan.new_keys or changes.deleted) and not refusal
     if not plan.any:
         plan.skip_reason = "changed files are already indexed"

@@ -5,13 +5,6 @@ records an event for every key inside it (unchanged ones too, ~1 ms each with ba
 writes), while each extra run costs a fixed ~0.3 s; so small gaps between wanted keys are
 bridged, large ones split the range. And no run holds more than `max_per_run` wanted documents,
 so a large ingest commits its work in slices: a kill keeps every finished slice.
-
-Slices grow (`ingest_slices`): the first holds RAG_DOCUMENTS_PER_RUN documents, so the first
-documents are searchable soon; later ones up to LATER_RUNS_FACTOR times that. Each run has a
-fixed cost of its own (1,000 small pages: 0.7 s less beside the encoder in two runs than in five;
-50 document runs become 14 at 10,000: benchmarks/ingest_overhead.md), while a kill during a large
-slice loses little: its embeddings, the expensive part, are cached call by call and reused by the
-next ingest.
 """
 
 from __future__ import annotations
@@ -28,7 +21,6 @@ MAX_GAP = 5  # unchanged keys a range may carry to avoid starting another run
 # queue's dequeue and a launch (~2 s measured, one index run at a time), not ~0.3 s, so a burst of
 # edits across a folder is worth one run that also passes over the unchanged pages between them
 QUEUED_MAX_GAP = 100
-LATER_RUNS_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -57,12 +49,10 @@ def plan_runs(
     max_gap: int = MAX_GAP,
     weights: Mapping[str, float] | None = None,
     max_weight: float | None = None,
-    later_max_per_run: int | None = None,
 ) -> list[RangeRun]:
     """Cover `wanted` keys with ranges of `order`, at most `max_per_run` wanted keys per range
-    (`later_max_per_run` for every range after the first, when given; and, given `weights`, about
-    `max_weight` of work: runs that run side by side should end together), bridging gaps of
-    <= max_gap keys; in partition order. Keys not in `order` are ignored."""
+    (and, given `weights`, about `max_weight` of work: runs that run side by side should end
+    together), bridging gaps of <= max_gap keys; in partition order. Keys not in `order` are ignored."""
     wanted = set(wanted)
     positions = [i for i, key in enumerate(order) if key in wanted]
     runs: list[list[int]] = []
@@ -70,22 +60,13 @@ def plan_runs(
     for pos in positions:
         weight = weights.get(order[pos], 0.0) if weights else 0.0
         fits = max_weight is None or not runs or load + weight <= max_weight
-        limit = max_per_run if len(runs) <= 1 or later_max_per_run is None else later_max_per_run
-        if runs and pos - runs[-1][-1] - 1 <= max_gap and len(runs[-1]) < limit and fits:
+        if runs and pos - runs[-1][-1] - 1 <= max_gap and len(runs[-1]) < max_per_run and fits:
             runs[-1].append(pos)
             load += weight
         else:
             runs.append([pos])
             load = weight
     return [RangeRun(order[r[0]], order[r[-1]], tuple(order[i] for i in r)) for r in runs]
-
-
-def ingest_slices(order: Sequence[str], wanted: Iterable[str], documents_per_run: int,
-                  max_gap: int = MAX_GAP) -> list[RangeRun]:
-    """The runs one after another that index `wanted`: the first of `documents_per_run` documents,
-    the later ones of up to LATER_RUNS_FACTOR times that (see the module's docstring)."""
-    return plan_runs(order, wanted, documents_per_run, max_gap,
-                     later_max_per_run=documents_per_run * LATER_RUNS_FACTOR)
 
 
 def balanced_runs(

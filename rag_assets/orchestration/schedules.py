@@ -18,7 +18,7 @@ from rag_assets.corpus import Corpus
 
 from .assets import IngestionAssets, stale_now
 from .evaluation import EvaluationAssets
-from .partition_ranges import ingest_slices
+from .partition_ranges import plan_runs
 from .sensors import EVALUATION_RUN_TAGS, INDEX_RUN_TAGS
 
 
@@ -50,7 +50,7 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
         order = context.instance.get_dynamic_partitions(assets.partitions.name)
         stale = stale_now(catalog.documents, stages, settings)
         wanted = {d.partition_key for d in catalog.documents if d.doc_path in stale}
-        for i, run in enumerate(ingest_slices(order, wanted, settings.documents_per_run)):
+        for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
             requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",
                                           asset_selection=[a.key for a in per_document],
                                           tags={**run.tags, **INDEX_RUN_TAGS}))

@@ -1,4 +1,4 @@
-from rag_assets.orchestration.partition_ranges import LATER_RUNS_FACTOR, balanced_runs, ingest_slices, plan_runs
+from rag_assets.orchestration.partition_ranges import balanced_runs, plan_runs
 
 ORDER = [f"k{i:02d}" for i in range(30)]
 
@@ -12,16 +12,6 @@ def test_no_run_holds_more_than_max_per_run_wanted_keys():
     runs = plan_runs(ORDER, ORDER, max_per_run=8)
     assert [len(r.keys) for r in runs] == [8, 8, 8, 6]
     assert [k for r in runs for k in r.keys] == ORDER and runs[1].first == "k08"
-
-
-def test_ingest_slices_start_small_and_grow_after_the_first():
-    runs = ingest_slices(ORDER, ORDER, documents_per_run=2)
-    assert LATER_RUNS_FACTOR == 4
-    assert [len(r.keys) for r in runs] == [2, 8, 8, 8, 4]
-    assert [k for r in runs for k in r.keys] == ORDER and runs[1].first == "k02"
-    # a gap still splits a slice, and the slice after it may be large
-    gapped = ingest_slices(ORDER, ORDER[:3] + ORDER[20:], documents_per_run=2)
-    assert [r.keys for r in gapped][:2] == [("k00", "k01"), ("k02",)] and len(gapped[2].keys) == 8
 
 
 def test_unknown_keys_are_ignored_and_tags_are_dagster_range_tags():
