@@ -120,6 +120,9 @@ class IngestSummary:
     chunks_written: int = 0
     embeddings_computed: int = 0
     embeddings_reused: int = 0
+    # seconds the embedder spent computing, summed over the runs (runs of `--workers` overlap): what
+    # of duration_seconds was the model, and what was everything beside it
+    embedding_seconds: float = 0.0
     vectors_deleted: int = 0
     chunks_truncated: int = 0  # chunks longer than the model's input: embedded from their start only
     blocks_split: int = 0  # code/table blocks over the chunk limit, split at line boundaries into pieces that fit

@@ -206,7 +206,9 @@ def _print_summary(summary, as_json: bool) -> int:
             f"documents: {summary.documents_discovered} discovered, {summary.documents_processed} processed, "
             f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed, {summary.documents_deleted} deleted\n"
             f"chunks written: {summary.chunks_written}; embeddings computed: {summary.embeddings_computed}, "
-            f"reused: {summary.embeddings_reused}; {summary.duration_seconds:.1f} s (runs: {', '.join(summary.run_ids)})"
+            f"reused: {summary.embeddings_reused}; {summary.duration_seconds:.1f} s"
+            + (f", {summary.embedding_seconds:.1f} s of it embedding" if summary.embedding_seconds else "")
+            + f" (runs: {', '.join(summary.run_ids)})"
         )
         if summary.chunks_truncated:
             print(f"{summary.chunks_truncated} chunk(s) exceed the embedding model's input and were embedded from their "

@@ -432,6 +432,7 @@ def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], succe
     summary.vectors_deleted += int(index_meta.get("vectors_deleted", 0))
     summary.embeddings_computed += int(embed_meta.get("embeddings_computed", 0))
     summary.embeddings_reused += int(embed_meta.get("embeddings_reused", 0))
+    summary.embedding_seconds = round(summary.embedding_seconds + float(embed_meta.get("embedding_seconds", 0.0)), 3)
     summary.chunks_truncated += int(embed_meta.get("chunks_truncated_by_model", 0))
     summary.blocks_split += int(chunk_meta.get("blocks_split", 0))
     if not success:

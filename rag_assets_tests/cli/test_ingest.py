@@ -55,6 +55,7 @@ def test_ingest_then_noop_then_one_edit_then_delete(env):
     # unchanged corpus: no run at all; after a touch: still none (the content hash decides)
     noop, _ = ingest_json()
     assert noop["documents_unchanged"] == 3 and noop["documents_processed"] == 0 and noop["run_ids"] == []
+    assert noop["embedding_seconds"] == 0
     os.utime(env / "docs" / "rate-limits.md")
     touched, _ = ingest_json()
     assert touched["documents_unchanged"] == 3 and touched["embeddings_computed"] == 0 and touched["run_ids"] == []
@@ -65,6 +66,7 @@ def test_ingest_then_noop_then_one_edit_then_delete(env):
     edit, _ = ingest_json()
     assert edit["documents_processed"] == 1 and edit["documents_unchanged"] == 2
     assert edit["embeddings_computed"] == 1 and edit["embeddings_reused"] >= 1
+    assert 0 < edit["embedding_seconds"] < edit["duration_seconds"]  # the model's share of the ingest
     assert len(edit["run_ids"]) == 1  # no file appeared or vanished: no catalog run, one document run
     assert ingest_json()[0]["run_ids"] == []  # the edit is now the catalog's "as last seen"
     assert store().count() == total
