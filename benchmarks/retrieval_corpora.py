@@ -2,12 +2,14 @@
 
     python benchmarks/retrieval_corpora.py [--workdir /tmp/rag-corpora] [--corpora claude-docs,fastapi,textbook]
         [--modes vector,keyword,hybrid] [--set RAG_MAX_RESULTS_PER_PAGE=0 ...] [--json] [--worst N]
-        [--probe "fastapi::How do I serve images and CSS files?::tutorial/static-files.md"]
+        [--probe "fastapi::How do I serve images and CSS files?::tutorial/static-files.md"] [--intervals]
 
 Indexes come from benchmarks/corpora.py (built once into --workdir, embeddings cached). Scoring is
 the project's evaluation (rag_assets.evaluation, the section rule of ../shared/README.md): each
 question retrieves 10 results; section recall@3, recall@5, MRR@10 over distinct (doc_path, section)
-units, and the number of distinct pages among the 10 results.
+units, and the number of distinct pages among the 10 results. With --intervals, per corpus: hybrid's
+headline means with their 95 % bootstrap intervals, and hybrid minus each single mode, paired by
+question (rag_assets.evaluation.confidence).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from corpora import CORPORA, DEFAULT_WORKDIR, open_corpus  # noqa: E402
 
 COLUMNS = ("section.recall@3", "section.recall@5", "section.mrr@10", "distinct_pages@10")
 HEADERS = ("R@3", "R@5", "MRR", "pages in top 10")
+INTERVAL_LINES = ("section.recall@3", "section.recall@5", "section.mrr@10", "document.recall@5")
 
 
 def score_corpus(retriever, name: str, modes: list[str], top_k: int = 10):
@@ -66,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe", action="append", default=[], metavar="CORPUS::QUESTION::DOC_PATH",
                         help="also print, per mode, where DOC_PATH first appears in the 10 results for QUESTION")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--intervals", action="store_true",
+                        help="also print hybrid's 95%% intervals and its paired lead over each mode, per corpus")
     args = parser.parse_args(argv)
     probes = [p.split("::", 2) for p in args.probe]
     if any(len(p) != 3 for p in probes):
@@ -81,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         for corpus, question, doc_path in probes:
             if corpus == name:
                 print(f"{name}: {probe_line(retriever, question, doc_path, modes)}", file=sys.stderr)
+        if args.intervals and not args.json:
+            print(f"\n{name}: hybrid, 95% intervals\n" + "\n".join(
+                f"{metric} {span.value:.3f} ({span.low:.3f}–{span.high:.3f})"
+                for metric, span in report.intervals.get("hybrid", {}).items() if metric in INTERVAL_LINES))
+            print(report.differences_table())
         if args.worst and not args.json:
             print(f"\n{name}: worst hybrid questions")
             print(report.worst("hybrid", args.worst).to_string())

@@ -496,6 +496,8 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
                "section.recall@10", "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10",
                "ragas.id_based_context_precision", "ragas.id_based_context_recall", "latency_ms.p95",
                "context_tokens.mean")
+# the means given with their interval under the table, and hybrid's lead over each single mode
+_INTERVAL_TABLE = ("section.recall@5", "section.mrr@10", "document.recall@5")
 
 
 def _evaluate(args) -> int:
@@ -541,6 +543,7 @@ def _evaluate(args) -> int:
         rows = pd.read_parquet(outcome.rows_path).to_dict(orient="records") if outcome.rows_path else []
         payload = {"metrics": modes, "eval_set": outcome.summary.get("eval_set", {}), "checks": outcome.checks,
                    "skipped": outcome.summary.get("skipped", {}),
+                   "confidence": outcome.summary.get("confidence", {}),
                    "questions": outcome.summary.get("questions"), "top_k": outcome.summary.get("top_k"),
                    "run_id": outcome.run_id, "rows": rows}
         if extra:
@@ -578,9 +581,30 @@ def _print_scores(summary: dict, rows_path, run_id: str) -> None:
         if all(v is None for v in values):
             continue
         print(f"{metric:34}" + "".join(f"{v:>10.3f}" if v is not None else f"{'-':>10}" for v in values))
+    _print_confidence(summary.get("confidence") or {}, names, summary.get("questions"))
     for reason in sorted(set(summary.get("skipped", {}).values()))[:3]:
         print(f"skipped: {reason}")
     print(f"per-question results: {rows_path}")
+
+
+def _print_confidence(confidence: dict, names: list[str], questions) -> None:
+    """The headline means' intervals under their columns, then hybrid minus each mode (paired): how
+    much of a difference between modes, or between two runs, the eval set can tell apart."""
+    intervals = confidence.get("intervals") or {}
+    shown = [m for m in _INTERVAL_TABLE if any(m in intervals.get(mode, {}) for mode in names)]
+    if not shown:
+        return
+    print(f"{confidence.get('level', 0.95):.0%} intervals (bootstrap over the {questions} questions):")
+    for metric in shown:
+        cells = [f"{s['low']:.2f}–{s['high']:.2f}" if s else "-"
+                 for s in (intervals.get(mode, {}).get(metric) for mode in names)]
+        print(f"{metric:34}" + "".join(f"{c:>10}" for c in cells))
+    minus = confidence.get("hybrid_minus") or {}
+    for mode, by_metric in sorted(minus.items(), key=lambda item: names.index(item[0]) if item[0] in names else 99):
+        parts = [f"{metric} {d['value']:+.3f} ({d['low']:+.3f} to {d['high']:+.3f}: {d['verdict']})"
+                 for metric in shown if (d := by_metric.get(metric))]
+        if parts:
+            print(f"hybrid − {mode}: " + "; ".join(parts))
 
 
 def _evaluate_test_set(args) -> int:

@@ -4,7 +4,8 @@
 in the order returned (rank order as given, ties never re-sorted) and cut at ``top_k``. Results that
 carry a ``context`` (RAG_CONTEXT_TOKENS) are matched on it for ``text`` labels (matching.py), and its
 size is reported: ``context_tokens`` per question (the mean over its results) and
-``context_tokens.mean`` per mode (the mean over every result returned).
+``context_tokens.mean`` per mode (the mean over every result returned). The headline means carry a
+95 % bootstrap interval, and hybrid's lead over each single mode a paired one (confidence.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
+from rag_assets.evaluation.confidence import (
+    LEVEL, REFERENCE_MODE, Interval, mean_intervals, paired_differences, score_columns_by_mode)
 from rag_assets.evaluation.evalset import EvalQuestion
 from rag_assets.evaluation.matching import (
     DOCUMENT,
@@ -45,6 +48,12 @@ CONTEXT_MEAN = f"{CONTEXT_TOKENS}.mean"
 LIST_COLUMNS = ("expected_units", "retrieved_units", "retrieved_docs", "missed")
 
 
+def interval_metrics(ks: Sequence[int]) -> list[str]:
+    """The metrics given an interval: hit@1, recall@k, MRR and nDCG at both levels."""
+    names = ["hit@1", *(f"recall@{k}" for k in ks), f"mrr@{RANK_CUTOFF}", f"ndcg@{RANK_CUTOFF}"]
+    return [f"{level}.{name}" for level in LEVELS for name in names]
+
+
 @dataclass
 class EvaluationReport:
     modes: tuple[str, ...]
@@ -60,6 +69,10 @@ class EvaluationReport:
     # what was scored: {"kind": "labelled", "paths": [...]} or a synthetic set's description
     # ({"kind": "synthetic", "version", "generator", ...}: rag_assets.evaluation.synthetic)
     eval_set: dict[str, Any] = field(default_factory=dict)
+    # mode → metric → its mean with a 95 % interval (interval_metrics)
+    intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    # mode → metric → hybrid minus that mode, paired by question (absent without hybrid)
+    differences: dict[str, dict[str, Interval]] = field(default_factory=dict)
 
     # -- views ---------------------------------------------------------------------------------
     def metric_names(self, level: str | None = None) -> list[str]:
@@ -87,11 +100,35 @@ class EvaluationReport:
         names = self.metric_names(level) + sorted({f"ragas.{k}" for m in modes for k in self.ragas.get(m, {})})
         if any(not math.isnan(self.metrics[m].get(CONTEXT_MEAN, math.nan)) for m in modes):
             names.append(CONTEXT_MEAN)  # results carried a context: its mean size per result
+        if len(modes) == 1 and self.intervals.get(modes[0]):
+            spans = self.intervals[modes[0]]
+            lines = [f"| metric | value | {LEVEL:.0%} interval |", "|---|---|---|"]
+            for name in names:
+                span = spans.get(name)
+                lines.append(f"| {name} | {_fmt(self._value(modes[0], name))} | "
+                             + (f"{span.low:.3f}–{span.high:.3f}" if span else "") + " |")
+            return "\n".join(lines)
         header = "| metric | " + " | ".join(modes if len(modes) > 1 else ["value"]) + " |"
         lines = [header, "|" + "---|" * (len(modes) + 1)]
         for name in names:
             values = [self._value(m, name) for m in modes]
             lines.append(f"| {name} | " + " | ".join(_fmt(v) for v in values) + " |")
+        return "\n".join(lines)
+
+    def differences_table(self) -> str:
+        """Hybrid minus each single mode per metric, with the paired interval and what it says
+        (``ahead`` / ``behind`` when the interval excludes 0, else ``unclear``); "" without hybrid."""
+        others = [m for m in self.modes if m in self.differences]
+        if not others:
+            return ""
+        lines = ["| metric | " + " | ".join(f"{REFERENCE_MODE} − {m}" for m in others) + " |",
+                 "|" + "---|" * (len(others) + 1)]
+        for name in self.differences[others[0]]:
+            cells = []
+            for m in others:
+                d = self.differences[m].get(name)
+                cells.append(f"{d.value:+.3f} ({d.low:+.3f} to {d.high:+.3f}) {d.verdict}" if d else "")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
     def _value(self, mode: str, name: str) -> float:
@@ -114,6 +151,14 @@ class EvaluationReport:
                 "modes": modes,
                 "skipped": dict(self.skipped),
                 "eval_set": dict(self.eval_set),
+                # how sure the means are: 95 % bootstrap intervals; hybrid minus each mode, paired
+                "confidence": {
+                    "level": LEVEL,
+                    "intervals": {m: {k: v.as_dict() for k, v in by.items()} for m, by in self.intervals.items()},
+                    f"{REFERENCE_MODE}_minus": {
+                        m: {k: {**v.as_dict(), "verdict": v.verdict} for k, v in by.items()}
+                        for m, by in self.differences.items()},
+                },
                 "rows": self.rows.to_dict(orient="records"),
             }
         )
@@ -265,6 +310,7 @@ def evaluate_retrieval(
         means["questions"] = float(len(mode_rows))
         means["search_errors"] = float(sum(1 for r in mode_rows if r["error"]))
         metrics[mode] = means
+    intervals, differences = _confidence(frame, modes, ks)
     return EvaluationReport(
         modes=modes,
         top_k=top_k,
@@ -275,7 +321,20 @@ def evaluate_retrieval(
         rows=frame,
         questions=questions,
         ragas_seconds=ragas_seconds,
+        intervals=intervals,
+        differences=differences,
     )
+
+
+def _confidence(frame: pd.DataFrame, modes: Sequence[str], ks: Sequence[int]):
+    """Each mode's intervals, and hybrid minus each other mode (when hybrid was evaluated)."""
+    columns = score_columns_by_mode(frame, modes, interval_metrics(ks))
+    intervals = {m: mean_intervals(columns[m]) for m in modes}
+    differences = {}
+    if REFERENCE_MODE in modes:
+        differences = {m: paired_differences(columns[REFERENCE_MODE], columns[m])
+                       for m in modes if m != REFERENCE_MODE}
+    return intervals, differences
 
 
 def _context_sizes(results: Sequence[ChunkLike]) -> list[int]:

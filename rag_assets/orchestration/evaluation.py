@@ -2,7 +2,8 @@
 
 Downstream of vector_index. Every eval set under RAG_EVAL_DIR (or the files given in run config)
 is run through every retrieval mode; numeric metadata (Dagster plots it across materializations),
-a table per mode, the worst questions, and per-question rows saved as parquet/CSV. Two checks ride
+a table per mode (headline means with their 95 % intervals), hybrid against each single mode (paired
+intervals), the worst questions, and per-question rows saved as parquet/CSV. Two checks ride
 on the asset: retrieval_quality (hybrid section recall@5 against a threshold) and
 eval_labels_resolve (every expected source still exists in the index).
 
@@ -221,6 +222,9 @@ def _report_metadata(scored: _Scored, prefix: str, synthetic=None) -> dict:
                 metadata[f"{prefix}{mode}/ragas.{name}"] = round(float(value), 4)
         metadata[f"{prefix}{mode}/table"] = dg.MetadataValue.md(title + report.markdown_table(mode))
         metadata[f"{prefix}{mode}/worst_questions"] = dg.MetadataValue.md(title + _worst_table(report, mode))
+    differences = report.differences_table()  # hybrid minus each single mode, paired intervals
+    if differences:
+        metadata[f"{prefix}hybrid_vs_single_modes"] = dg.MetadataValue.md(title + differences)
     if report.skipped:
         metadata[f"{prefix}ragas_skipped"] = dg.MetadataValue.json(report.skipped)
     return metadata

@@ -200,3 +200,44 @@ def test_results_with_a_context_are_matched_on_it_and_its_size_reported():
     assert report.metrics["context"]["context_tokens.mean"] == 6.0
     assert report.rows.set_index("mode").loc["context", "context_tokens"] == 6.0
     assert "context_tokens.mean" in report.markdown_table()
+
+
+def test_means_carry_intervals_and_hybrid_its_paired_lead_over_each_mode():
+    questions = [EvalQuestion(f"p{i}", f"question {i}?", (ExpectedSource("a.md", "A1"),)) for i in range(40)]
+
+    def search(question, mode, top_k):
+        i = int(question.split()[1].rstrip("?"))
+        hit = [R("a.md", "A1")]
+        if mode == "hybrid":
+            return hit if i < 30 else [R("x.md", "X")]  # 30 of 40 first
+        if mode == "vector":
+            return hit if i < 20 else [R("x.md", "X")]  # 20 of 40, all of them among hybrid's 30
+        return hit if i < 29 or i == 39 else [R("x.md", "X")]  # keyword: 30 too, two of them others
+
+    rep = evaluate_retrieval(questions, search, modes=("vector", "keyword", "hybrid"), top_k=10, ragas=False)
+    span = rep.intervals["hybrid"]["section.mrr@10"]
+    assert span.value == rep.metrics["hybrid"]["section.mrr@10"] == 0.75 and span.low < 0.75 < span.high
+    assert set(rep.intervals["vector"]) == {f"{lv}.{n}" for lv in ("section", "document")
+                                            for n in ("hit@1", "recall@1", "recall@3", "recall@5", "recall@10",
+                                                      "mrr@10", "ndcg@10")}
+    assert set(rep.differences) == {"vector", "keyword"}
+    assert rep.differences["vector"]["section.recall@5"].value == pytest.approx(0.25)
+    assert rep.differences["vector"]["section.recall@5"].verdict == "ahead"
+    assert rep.differences["keyword"]["section.recall@5"].value == 0.0
+    assert rep.differences["keyword"]["section.recall@5"].verdict == "unclear"
+
+    table = rep.differences_table()
+    assert table.splitlines()[0] == "| metric | hybrid − vector | hybrid − keyword |"
+    assert "| section.recall@5 | +0.250 (" in table and ") ahead |" in table
+    assert rep.markdown_table("hybrid").splitlines()[0] == "| metric | value | 95% interval |"
+    assert f"| section.mrr@10 | 0.750 | {span.low:.3f}–{span.high:.3f} |" in rep.markdown_table("hybrid")
+
+    data = json.loads(json.dumps(rep.to_json(), allow_nan=False))["confidence"]
+    assert data["level"] == 0.95
+    assert data["intervals"]["hybrid"]["section.mrr@10"] == {"value": 0.75, "low": span.low, "high": span.high}
+    assert data["hybrid_minus"]["vector"]["section.recall@5"]["verdict"] == "ahead"
+
+
+def test_without_hybrid_there_is_no_difference_to_report(report):
+    assert report.differences == {} and report.differences_table() == ""
+    assert set(report.intervals) == {"good", "bad"}

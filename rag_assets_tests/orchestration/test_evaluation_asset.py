@@ -61,6 +61,8 @@ def test_scores_every_mode_saves_rows_and_passes_its_checks(indexed, rag_env, mo
     assert meta["hybrid/section.recall@5"] >= 2 / 3
     assert 0 < meta["hybrid/context_tokens.mean"] <= 400  # each result's context (RAG_CONTEXT_TOKENS), plotted
     assert "| context_tokens.mean |" in meta["hybrid/table"]
+    assert "| metric | value | 95% interval |" in meta["hybrid/table"]  # each headline mean, how sure
+    assert meta["hybrid_vs_single_modes"].splitlines()[0] == "| metric | hybrid − vector | hybrid − keyword |"
     assert checks["retrieval_quality"].passed and checks["eval_labels_resolve"].passed
     rows = pd.read_parquet(meta["results_parquet"])
     assert len(rows) == 9 and set(rows["mode"]) == {"vector", "keyword", "hybrid"}
@@ -94,12 +96,20 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     assert out["eval_set"] == {"kind": "labelled", "paths": [str(eval_file)]}
     assert out["top_k"] == 5 and len(out["rows"]) == 9
     assert out["checks"]["retrieval_quality"]["passed"] is True
+    confidence = out["confidence"]
+    for mode in ("vector", "keyword", "hybrid"):
+        span = confidence["intervals"][mode]["section.recall@5"]
+        assert span["low"] <= span["value"] == out["metrics"][mode]["section.recall@5"] <= span["high"]
+    assert set(confidence["hybrid_minus"]) == {"vector", "keyword"}
+    assert confidence["hybrid_minus"]["vector"]["section.mrr@10"]["verdict"] in {"ahead", "behind", "unclear"}
 
     monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "1.01")
     monkeypatch.setenv("RAG_EVAL_CHECK_SEVERITY", "ERROR")
     proc = subprocess.run(cmd[:-1], capture_output=True, text=True, env=os.environ.copy(), timeout=300)
     assert proc.returncode == 1 and "retrieval_quality: FAILED (ERROR)" in proc.stderr
     assert "section.recall@5" in proc.stdout and "context_tokens.mean" in proc.stdout
+    assert "95% intervals (bootstrap over the 3 questions):" in proc.stdout
+    assert "hybrid − vector: section.recall@5 " in proc.stdout and "hybrid − keyword: " in proc.stdout
 
 
 def _sensor_tick(instance, cursor=None):
