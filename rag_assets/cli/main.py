@@ -496,8 +496,6 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
                "section.recall@10", "section.mrr@10", "section.ndcg@10", "document.recall@5", "document.mrr@10",
                "ragas.id_based_context_precision", "ragas.id_based_context_recall", "latency_ms.p95",
                "context_tokens.mean")
-# the means given with their interval under the table, and hybrid's lead over each single mode
-_INTERVAL_TABLE = ("section.recall@5", "section.mrr@10", "document.recall@5")
 
 
 def _evaluate(args) -> int:
@@ -590,8 +588,10 @@ def _print_scores(summary: dict, rows_path, run_id: str) -> None:
 def _print_confidence(confidence: dict, names: list[str], questions) -> None:
     """The headline means' intervals under their columns, then hybrid minus each mode (paired): how
     much of a difference between modes, or between two runs, the eval set can tell apart."""
+    from rag_assets.evaluation.confidence import HEADLINE
+
     intervals = confidence.get("intervals") or {}
-    shown = [m for m in _INTERVAL_TABLE if any(m in intervals.get(mode, {}) for mode in names)]
+    shown = [m for m in HEADLINE if any(m in intervals.get(mode, {}) for mode in names)]
     if not shown:
         return
     print(f"{confidence.get('level', 0.95):.0%} intervals (bootstrap over the {questions} questions):")
@@ -605,6 +605,16 @@ def _print_confidence(confidence: dict, names: list[str], questions) -> None:
                  for metric in shown if (d := by_metric.get(metric))]
         if parts:
             print(f"hybrid − {mode}: " + "; ".join(parts))
+    since = confidence.get("since_last") or {}
+    if since.get("by_mode"):
+        when = f"{since['created_at'][:16].replace('T', ' ')} UTC" if since.get("created_at") else "the run before"
+        print(f"since the evaluation of {when} "
+              f"({since.get('questions')} questions in both):")
+        for mode in [m for m in names if m in since["by_mode"]]:
+            moves = since["by_mode"][mode]
+            parts = [f"{metric} {c['before']:.3f} → {c['now']:.3f}, {c['change']:+.3f} ({c['low']:+.3f} to "
+                     f"{c['high']:+.3f}: {c['verdict']})" for metric in HEADLINE if (c := moves.get(metric))]
+            print(f"  {mode}: " + "; ".join(parts))
 
 
 def _evaluate_test_set(args) -> int:

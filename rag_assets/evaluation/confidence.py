@@ -20,6 +20,8 @@ LEVEL = 0.95
 RESAMPLES = 2000
 SEED = 2026
 REFERENCE_MODE = "hybrid"  # the default mode, compared with each of its parts
+HEADLINE = ("section.recall@5", "section.mrr@10", "document.recall@5")  # shown first wherever space is short
+QUESTION_KEY = ("mode", "question_id", "question")  # one question in one mode, in any run
 
 
 @dataclass(frozen=True)
@@ -96,3 +98,46 @@ def score_columns_by_mode(rows, modes: Sequence[str], metrics: Sequence[str]) ->
         for m, vals in per_mode.items():
             out[m][name] = vals
     return out
+
+
+@dataclass(frozen=True)
+class Change:
+    """A metric over the questions two runs share: its mean before and now, and now − before."""
+
+    before: float
+    now: float
+    change: Interval
+
+    @property
+    def verdict(self) -> str:
+        return {"ahead": "better", "behind": "worse"}.get(self.change.verdict, "no clear change")
+
+    def as_dict(self) -> dict[str, float | str]:
+        return {"before": self.before, "now": self.now, "change": self.change.value, "low": self.change.low,
+                "high": self.change.high, "verdict": self.verdict}
+
+
+def changes_between(previous, current, modes: Sequence[str], metrics: Sequence[str],
+                    level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED) -> tuple[int, dict[str, dict[str, Change]]]:
+    """How each metric moved from one run's per-question rows to another's (DataFrames with
+    QUESTION_KEY and the metric columns), paired over the questions both runs asked in a mode (same id,
+    same text; a question asked twice in a run counts once). Returns (questions shared, as the fewest
+    of any mode; mode → metric → Change), ({} when they share none)."""
+    keys = list(QUESTION_KEY)
+    if previous is None or any(k not in previous for k in keys) or any(k not in current for k in keys):
+        return 0, {}
+    wanted = [m for m in metrics if m in previous and m in current]
+    merged = current[keys + wanted].drop_duplicates(keys).merge(
+        previous[keys + wanted].drop_duplicates(keys), on=keys, suffixes=("", ":before"))
+    shared, out = None, {}
+    for mode in modes:
+        rows = merged[merged["mode"] == mode]
+        shared = len(rows) if shared is None else min(shared, len(rows))
+        if rows.empty:
+            continue
+        now = {m: rows[m].astype(float).tolist() for m in wanted}
+        before = {m: rows[f"{m}:before"].astype(float).tolist() for m in wanted}
+        usable = [m for m in wanted if not any(math.isnan(v) for v in now[m] + before[m])]
+        spans = paired_differences({m: now[m] for m in usable}, {m: before[m] for m in usable}, level, resamples, seed)
+        out[mode] = {m: Change(float(np.mean(before[m])), float(np.mean(now[m])), spans[m]) for m in usable}
+    return (shared or 0), ({} if not shared else out)

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable, Sequence
 import pandas as pd
 
 from rag_assets.evaluation.confidence import (
-    LEVEL, REFERENCE_MODE, Interval, mean_intervals, paired_differences, score_columns_by_mode)
+    HEADLINE, LEVEL, REFERENCE_MODE, Change, Interval, changes_between, mean_intervals, paired_differences,
+    score_columns_by_mode)
 from rag_assets.evaluation.evalset import EvalQuestion
 from rag_assets.evaluation.matching import (
     DOCUMENT,
@@ -73,6 +74,10 @@ class EvaluationReport:
     intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
     # mode → metric → hybrid minus that mode, paired by question (absent without hybrid)
     differences: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    # against the run before (compare_with): {"questions": shared, "created_at": its time}, and
+    # mode → metric → how it moved over the questions both runs asked
+    previous: dict[str, Any] = field(default_factory=dict)
+    changes: dict[str, dict[str, Change]] = field(default_factory=dict)
 
     # -- views ---------------------------------------------------------------------------------
     def metric_names(self, level: str | None = None) -> list[str]:
@@ -131,6 +136,30 @@ class EvaluationReport:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
+    def compare_with(self, previous_rows: pd.DataFrame, created_at: str | None = None) -> None:
+        """Pair this run's per-question rows with an earlier run's (its saved parquet) and keep how each
+        interval metric moved, over the questions both asked; nothing when they share none."""
+        shared, changes = changes_between(previous_rows, self.rows, self.modes, interval_metrics(self.ks))
+        if changes:
+            self.previous, self.changes = {"questions": shared, "created_at": created_at}, changes
+
+    def changes_table(self) -> str:
+        """The headline metrics' move since the compared run, per mode; "" when there was none."""
+        if not self.changes:
+            return ""
+        when = self.previous.get("created_at")
+        when = f"{when[:16].replace('T', ' ')} UTC" if when else "the run before"
+        lines = [f"Since the evaluation of {when}, over the "
+                 f"{self.previous['questions']} questions both asked:", "",
+                 f"| mode | metric | before | now | change ({LEVEL:.0%} interval) | |", "|---|---|---|---|---|---|"]
+        for mode in self.modes:
+            for name in HEADLINE:
+                c = self.changes.get(mode, {}).get(name)
+                if c:
+                    lines.append(f"| {mode} | {name} | {c.before:.3f} | {c.now:.3f} | {c.change.value:+.3f} "
+                                 f"({c.change.low:+.3f} to {c.change.high:+.3f}) | {c.verdict} |")
+        return "\n".join(lines)
+
     def _value(self, mode: str, name: str) -> float:
         if name.startswith("ragas."):
             return self.ragas.get(mode, {}).get(name[len("ragas."):], math.nan)
@@ -158,6 +187,9 @@ class EvaluationReport:
                     f"{REFERENCE_MODE}_minus": {
                         m: {k: {**v.as_dict(), "verdict": v.verdict} for k, v in by.items()}
                         for m, by in self.differences.items()},
+                    "since_last": {**self.previous, "by_mode": {
+                        m: {k: v.as_dict() for k, v in by.items()} for m, by in self.changes.items()}}
+                    if self.changes else {},
                 },
                 "rows": self.rows.to_dict(orient="records"),
             }
@@ -197,6 +229,21 @@ class EvaluationReport:
         paths["json"].write_text(text + "\n", encoding="utf-8")
         paths["latest_json"].write_text(text + "\n", encoding="utf-8")
         return paths
+
+    @staticmethod
+    def latest_saved(directory: str | Path) -> tuple[pd.DataFrame, str | None] | None:
+        """The per-question rows and time of the last run saved under ``directory`` (what ``save``
+        wrote as ``latest.*``), or None when there is none or it cannot be read."""
+        directory = Path(directory)
+        try:
+            rows = pd.read_parquet(directory / "latest.parquet")
+        except (OSError, ValueError):  # none yet, or a broken file: nothing to compare with
+            return None
+        try:
+            created_at = json.loads((directory / "latest.json").read_text(encoding="utf-8")).get("created_at")
+        except (OSError, ValueError, AttributeError):
+            created_at = None
+        return rows, created_at
 
     def unresolved_labels(self, index_units: Iterable[Any], doc_paths: Iterable[str] | None = None) -> list[dict]:
         """Expected entries of the evaluated questions that point at nothing in the index

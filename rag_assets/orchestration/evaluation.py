@@ -2,8 +2,8 @@
 
 Downstream of vector_index. Every eval set under RAG_EVAL_DIR (or the files given in run config)
 is run through every retrieval mode; numeric metadata (Dagster plots it across materializations),
-a table per mode (headline means with their 95 % intervals), hybrid against each single mode (paired
-intervals), the worst questions, and per-question rows saved as parquet/CSV. Two checks ride
+a table per mode (headline means with their 95 % intervals), hybrid against each single mode and this
+run against the one before (paired intervals), the worst questions, and per-question rows saved as parquet/CSV. Two checks ride
 on the asset: retrieval_quality (hybrid section recall@5 against a threshold) and
 eval_labels_resolve (every expected source still exists in the index).
 
@@ -143,13 +143,16 @@ def _synthetic_for_evaluation(context, settings, synthetic_key: dg.AssetKey):
 
 
 def _score(questions, model, store, settings, modes, top_k, results_dir, eval_set: dict):
-    from rag_assets.evaluation.runner import evaluate_retrieval
+    from rag_assets.evaluation.runner import EvaluationReport, evaluate_retrieval
     from rag_assets.retrieval.retriever import Retriever
 
     retriever = Retriever(model, store, settings)
     started = time.perf_counter()
+    previous = EvaluationReport.latest_saved(results_dir)  # read before this run's save replaces it
     report = evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k)
     report.eval_set = eval_set
+    if previous is not None:
+        report.compare_with(*previous)  # did the index move its figures, beyond the eval set's noise?
     return _Scored(report, time.perf_counter() - started, report.save(results_dir))
 
 
@@ -225,6 +228,9 @@ def _report_metadata(scored: _Scored, prefix: str, synthetic=None) -> dict:
     differences = report.differences_table()  # hybrid minus each single mode, paired intervals
     if differences:
         metadata[f"{prefix}hybrid_vs_single_modes"] = dg.MetadataValue.md(title + differences)
+    changes = report.changes_table()  # against the evaluation before, over the questions both asked
+    if changes:
+        metadata[f"{prefix}since_last_evaluation"] = dg.MetadataValue.md(title + changes)
     if report.skipped:
         metadata[f"{prefix}ragas_skipped"] = dg.MetadataValue.json(report.skipped)
     return metadata

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from rag_assets.evaluation.confidence import (
-    Interval, mean_intervals, paired_differences, score_columns_by_mode)
+    Interval, changes_between, mean_intervals, paired_differences, score_columns_by_mode)
 
 
 def test_an_interval_holds_its_mean_and_narrows_with_more_questions():
@@ -77,3 +77,32 @@ def test_score_columns_by_mode_leaves_out_a_metric_missing_anywhere():
     columns = score_columns_by_mode(rows, ["hybrid", "vector"], ["section.mrr@10", "section.recall@5", "absent"])
     assert columns == {"hybrid": {"section.mrr@10": [1.0, 0.5]}, "vector": {"section.mrr@10": [0.5, 0.0]}}
     assert score_columns_by_mode(pd.DataFrame(), ["hybrid"], ["section.mrr@10"]) == {"hybrid": {}}
+
+
+def _rows(mode_scores):
+    """Per-question rows as the runner saves them: {mode: [(question_id, question, mrr)]}."""
+    return pd.DataFrame([{"mode": m, "question_id": qid, "question": q, "section.mrr@10": v}
+                         for m, scored in mode_scores.items() for qid, q, v in scored])
+
+
+def test_changes_pair_the_questions_both_runs_asked():
+    before = _rows({"hybrid": [(f"q{i}", f"question {i}?", 1.0 if i < 30 else 0.0) for i in range(40)]})
+    # now: q0-q9 lost, one question dropped from the set, one added, one asked twice
+    now_scores = [(f"q{i}", f"question {i}?", 0.0 if i < 10 else 1.0 if i < 30 else 0.0) for i in range(1, 40)]
+    now = _rows({"hybrid": now_scores + [("new", "a new question?", 1.0), ("q5", "question 5?", 1.0)]})
+    shared, changes = changes_between(before, now, ["hybrid"], ["section.mrr@10", "absent"])
+    assert shared == 39  # q0 is gone, "new" was never asked before, q5 counts once (its first row)
+    change = changes["hybrid"]["section.mrr@10"]
+    assert change.before == pytest.approx(29 / 39) and change.now == pytest.approx(20 / 39)
+    assert change.change.value == pytest.approx(-9 / 39) and change.verdict == "worse"
+    assert change.as_dict()["verdict"] == "worse" and change.as_dict()["before"] == change.before
+
+
+def test_changes_need_shared_questions_and_the_key_columns():
+    before = _rows({"hybrid": [("q1", "one?", 1.0)]})
+    renamed = _rows({"hybrid": [("q1", "one, reworded?", 1.0)]})  # same id, another question: not the same
+    assert changes_between(before, renamed, ["hybrid"], ["section.mrr@10"]) == (0, {})
+    assert changes_between(None, before, ["hybrid"], ["section.mrr@10"]) == (0, {})
+    assert changes_between(before.drop(columns=["question"]), before, ["hybrid"], ["section.mrr@10"]) == (0, {})
+    same = changes_between(before, before, ["hybrid"], ["section.mrr@10"])[1]["hybrid"]["section.mrr@10"]
+    assert same.change == Interval(0.0, 0.0, 0.0) and same.verdict == "no clear change"

@@ -241,3 +241,38 @@ def test_means_carry_intervals_and_hybrid_its_paired_lead_over_each_mode():
 def test_without_hybrid_there_is_no_difference_to_report(report):
     assert report.differences == {} and report.differences_table() == ""
     assert set(report.intervals) == {"good", "bad"}
+
+
+def test_a_run_compared_with_the_one_saved_before(tmp_path):
+    from rag_assets.evaluation.runner import EvaluationReport
+
+    questions = [EvalQuestion(f"p{i}", f"question {i}?", (ExpectedSource("a.md", "A1"),)) for i in range(30)]
+    hits = {"before": 25, "after": 10}
+
+    def search(question, mode, top_k):
+        i = int(question.split()[1].rstrip("?"))
+        return [R("a.md", "A1")] if i < hits[mode_of_run] else [R("x.md", "X")]
+
+    assert EvaluationReport.latest_saved(tmp_path) is None  # nothing saved yet
+    mode_of_run = "before"
+    first = evaluate_retrieval(questions, search, modes=("hybrid",), top_k=10, ragas=False)
+    first.save(tmp_path)
+    previous = EvaluationReport.latest_saved(tmp_path)
+    assert previous is not None and len(previous[0]) == 30 and previous[1] == first.created_at.isoformat()
+
+    mode_of_run = "after"
+    second = evaluate_retrieval(questions, search, modes=("hybrid",), top_k=10, ragas=False)
+    second.compare_with(*previous)
+    change = second.changes["hybrid"]["section.mrr@10"]
+    assert (change.before, change.now) == (pytest.approx(25 / 30), pytest.approx(10 / 30))
+    assert change.verdict == "worse" and second.previous["questions"] == 30
+    table = second.changes_table()
+    assert table.startswith(f"Since the evaluation of {first.created_at.isoformat()[:16].replace('T', ' ')} UTC, "
+                            "over the 30 questions both asked:")
+    assert "| hybrid | section.mrr@10 | 0.833 | 0.333 | -0.500 (" in table and "| worse |" in table
+    since = json.loads(json.dumps(second.to_json(), allow_nan=False))["confidence"]["since_last"]
+    assert since["questions"] == 30 and since["by_mode"]["hybrid"]["section.recall@5"]["verdict"] == "worse"
+    assert first.to_json()["confidence"]["since_last"] == {} and first.changes_table() == ""
+
+    (tmp_path / "latest.parquet").write_bytes(b"not parquet")
+    assert EvaluationReport.latest_saved(tmp_path) is None  # a broken file is no comparison, not an error

@@ -70,6 +70,13 @@ def test_scores_every_mode_saves_rows_and_passes_its_checks(indexed, rag_env, mo
     assert "no LLM configured" in meta["ragas_skipped"]["answer_correctness"]
     assert "hybrid/ragas.answer_correctness" not in meta
 
+    # scored again, the run says how its figures moved since this one: the index did not change
+    assert "since_last_evaluation" not in meta
+    _, again, _ = _evaluate(indexed)
+    moved = again["since_last_evaluation"]
+    assert "over the 3 questions both asked" in moved
+    assert "| hybrid | section.recall@5 |" in moved and "| +0.000 (+0.000 to +0.000) | no clear change |" in moved
+
 
 def test_checks_fail_when_quality_is_broken_and_labels_drift(indexed, rag_env, monkeypatch):
     monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.9")
@@ -110,6 +117,8 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     assert "section.recall@5" in proc.stdout and "context_tokens.mean" in proc.stdout
     assert "95% intervals (bootstrap over the 3 questions):" in proc.stdout
     assert "hybrid − vector: section.recall@5 " in proc.stdout and "hybrid − keyword: " in proc.stdout
+    assert "(3 questions in both):" in proc.stdout  # against the --json run before: the same index
+    assert "  hybrid: section.recall@5 " in proc.stdout and "no clear change" in proc.stdout
 
 
 def _sensor_tick(instance, cursor=None):
