@@ -136,6 +136,12 @@ class EvaluationReport:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
+    def hybrid_behind(self, metrics: Sequence[str] = HEADLINE) -> list[tuple[str, str, Interval]]:
+        """(mode, metric, hybrid − mode) wherever hybrid is clearly behind one of its own parts: the
+        paired interval lies below 0."""
+        return [(mode, name, d) for mode, by_metric in self.differences.items() for name in metrics
+                if (d := by_metric.get(name)) is not None and d.verdict == "behind"]
+
     def compare_with(self, previous_rows: pd.DataFrame, created_at: str | None = None) -> None:
         """Pair this run's per-question rows with an earlier run's (its saved parquet) and keep how each
         interval metric moved, over the questions both asked; nothing when they share none."""

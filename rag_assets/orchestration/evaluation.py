@@ -3,9 +3,10 @@
 Downstream of vector_index. Every eval set under RAG_EVAL_DIR (or the files given in run config)
 is run through every retrieval mode; numeric metadata (Dagster plots it across materializations),
 a table per mode (headline means with their 95 % intervals), hybrid against each single mode and this
-run against the one before (paired intervals), the worst questions, and per-question rows saved as parquet/CSV. Two checks ride
-on the asset: retrieval_quality (hybrid section recall@5 against a threshold) and
-eval_labels_resolve (every expected source still exists in the index).
+run against the one before (paired intervals), the worst questions, and per-question rows saved as
+parquet/CSV. Three checks ride on the asset: retrieval_quality (hybrid section recall@5 against a threshold),
+eval_labels_resolve (every expected source still exists in the index) and hybrid_not_behind
+(hybrid not clearly worse than one of its parts, by the paired intervals).
 
 Extra labelled corpora (RAG_EVAL_CORPORA, e.g. the bundled FastAPI sample) are indexed into side
 indexes of their own and scored the same way; their numbers are prefixed with the corpus name
@@ -257,6 +258,23 @@ def _quality_check(report, settings) -> dg.AssetCheckResult:
     )
 
 
+def _hybrid_check(report, settings) -> dg.AssetCheckResult:
+    """Hybrid, the default mode, must not be clearly worse than one of its parts on this eval set."""
+    behind = report.hybrid_behind()
+    metadata: dict = {"compared_with": ", ".join(report.differences) or "none (hybrid and a single mode not both scored)",
+                      "behind": len(behind)}
+    if behind:
+        metadata["problems"] = dg.MetadataValue.md("\n".join(
+            f"- hybrid − {mode}, {name}: {d.value:+.3f} ({d.low:+.3f} to {d.high:+.3f}); on this corpus "
+            f"RAG_RETRIEVAL_MODE={mode} may serve better" for mode, name, d in behind))
+    return dg.AssetCheckResult(
+        check_name="hybrid_not_behind",
+        passed=not behind,
+        severity=dg.AssetCheckSeverity[settings.eval_check_severity.upper()],
+        metadata=metadata,
+    )
+
+
 def _labels_check(report, store, settings) -> dg.AssetCheckResult:
     units, doc_paths = [], set()
     for _, _, meta in store.iter_all():
@@ -331,6 +349,9 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
                               description=f"hybrid {QUALITY_METRIC} >= RAG_EVAL_MIN_HYBRID_RECALL_AT_5"),
             dg.AssetCheckSpec("eval_labels_resolve", asset=evaluation_key,
                               description="every expected source of the eval sets exists in the index"),
+            dg.AssetCheckSpec("hybrid_not_behind", asset=evaluation_key,
+                              description="hybrid is not clearly worse than vector or keyword alone "
+                                          "(paired 95% interval below 0) on section recall@5, MRR or document recall@5"),
         ],
         # A multi-asset that can be subset may leave its checks out: with no eval set there is nothing to
         # check, and evaluation_sensor (which runs this after every index change) must not turn "nothing to
@@ -401,7 +422,8 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
             })
             if loaded.errors:
                 metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
-            checks = [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings)]
+            checks = [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings),
+                      _hybrid_check(scored.report, settings)]
         if synthetic is not None and synthetic.questions:
             store = vector_store.open(model, settings)
             scored = _score(synthetic.questions, model, store, settings, config.modes, top_k, synthetic_dir(settings),

@@ -238,8 +238,23 @@ def test_means_carry_intervals_and_hybrid_its_paired_lead_over_each_mode():
     assert data["hybrid_minus"]["vector"]["section.recall@5"]["verdict"] == "ahead"
 
 
+def test_hybrid_clearly_behind_one_of_its_parts_is_named():
+    questions = [EvalQuestion(f"p{i}", f"question {i}?", (ExpectedSource("a.md", "A1"),)) for i in range(40)]
+
+    def search(question, mode, top_k):
+        i = int(question.split()[1].rstrip("?"))
+        first = {"hybrid": 20, "vector": 20, "keyword": 35}[mode]  # keyword finds 15 more, hybrid loses none
+        return [R("a.md", "A1")] if i < first else [R("x.md", "X")]
+
+    rep = evaluate_retrieval(questions, search, modes=("vector", "keyword", "hybrid"), top_k=10, ragas=False)
+    behind = rep.hybrid_behind()
+    assert [(mode, name) for mode, name, _ in behind] == [
+        ("keyword", "section.recall@5"), ("keyword", "section.mrr@10"), ("keyword", "document.recall@5")]
+    assert behind[0][2].value == pytest.approx(-15 / 40) and behind[0][2].high < 0
+
+
 def test_without_hybrid_there_is_no_difference_to_report(report):
-    assert report.differences == {} and report.differences_table() == ""
+    assert report.differences == {} and report.differences_table() == "" and report.hybrid_behind() == []
     assert set(report.intervals) == {"good", "bad"}
 
 

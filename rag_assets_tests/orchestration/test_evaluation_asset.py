@@ -64,6 +64,8 @@ def test_scores_every_mode_saves_rows_and_passes_its_checks(indexed, rag_env, mo
     assert "| metric | value | 95% interval |" in meta["hybrid/table"]  # each headline mean, how sure
     assert meta["hybrid_vs_single_modes"].splitlines()[0] == "| metric | hybrid − vector | hybrid − keyword |"
     assert checks["retrieval_quality"].passed and checks["eval_labels_resolve"].passed
+    assert checks["hybrid_not_behind"].passed and checks["hybrid_not_behind"].metadata["behind"].value == 0
+    assert checks["hybrid_not_behind"].metadata["compared_with"].value == "vector, keyword"
     rows = pd.read_parquet(meta["results_parquet"])
     assert len(rows) == 9 and set(rows["mode"]) == {"vector", "keyword", "hybrid"}
     # LLM-judged metrics are skipped with the reason recorded, never scored as zero
@@ -241,7 +243,8 @@ def test_a_labelled_set_is_scored_instead_and_the_synthetic_set_is_not_built(ind
     meta = _materialized(result, "retrieval_evaluation")
     assert meta["eval_set_kind"] == "labelled+synthetic" and meta["questions"] == 3
     assert "hybrid/section.recall@5" in meta and "synthetic/hybrid/section.recall@5" in meta
-    assert {e.check_name for e in result.get_asset_check_evaluations()} == {"retrieval_quality", "eval_labels_resolve"}
+    assert {e.check_name for e in result.get_asset_check_evaluations()} == {
+        "retrieval_quality", "eval_labels_resolve", "hybrid_not_behind"}
 
 
 def test_no_eval_set_with_synthetic_sets_off_is_skipped_with_the_reason_not_failed(indexed, rag_env, monkeypatch):
