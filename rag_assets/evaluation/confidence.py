@@ -1,5 +1,5 @@
 """How far an eval set's means can be trusted: a bootstrap interval for each mode's mean, and for the
-difference between hybrid and each single mode, paired by question.
+difference between hybrid and each single mode, and between a run and the one before, paired by question.
 
 An eval set is a sample of the questions users ask, and its means move with the sample: on 60
 questions an MRR is known to about ±0.1 (95 %), so a change of 0.02 there is no evidence either way.
@@ -16,10 +16,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from rag_assets.retrieval.modes import RetrievalMode
+
 LEVEL = 0.95
 RESAMPLES = 2000
 SEED = 2026
-REFERENCE_MODE = "hybrid"  # the default mode, compared with each of its parts
+REFERENCE_MODE = RetrievalMode.HYBRID.value  # the default mode, compared with each of its parts
 HEADLINE = ("section.recall@5", "section.mrr@10", "document.recall@5")  # shown first wherever space is short
 QUESTION_KEY = ("mode", "question_id", "question")  # one question in one mode, in any run
 
