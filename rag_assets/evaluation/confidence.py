@@ -20,6 +20,7 @@ from rag_assets.retrieval.modes import RetrievalMode
 
 LEVEL = 0.95
 RESAMPLES = 2000
+RESAMPLED_VALUES_AT_ONCE = 4_000_000  # ~32 MB of float64 per batch of resamples, whatever the set's size
 SEED = 2026
 REFERENCE_MODE = RetrievalMode.HYBRID.value  # the default mode, compared with each of its parts
 HEADLINE = ("section.recall@5", "section.mrr@10", "document.recall@5")  # shown first wherever space is short
@@ -65,8 +66,9 @@ def mean_intervals(columns: Mapping[str, Sequence[float]], level: float = LEVEL,
         return {n: Interval(float(m), float(m), float(m)) for n, m in zip(names, means)}
     from scipy.stats import bootstrap  # imported when scored, not with the package
 
-    result = bootstrap((values,), np.mean, n_resamples=resamples, confidence_level=level, method="percentile",
-                       axis=-1, vectorized=True, rng=np.random.default_rng(seed))
+    batch = max(1, RESAMPLED_VALUES_AT_ONCE // values.size)
+    result = bootstrap((values,), np.mean, n_resamples=resamples, batch=batch, confidence_level=level,
+                       method="percentile", axis=-1, vectorized=True, rng=np.random.default_rng(seed))
     low, high = result.confidence_interval.low, result.confidence_interval.high
     return {n: Interval(float(m), float(min(lo, m)), float(max(hi, m))) for n, m, lo, hi in zip(names, means, low, high)}
 

@@ -5,7 +5,8 @@ in the order returned (rank order as given, ties never re-sorted) and cut at ``t
 carry a ``context`` (RAG_CONTEXT_TOKENS) are matched on it for ``text`` labels (matching.py), and its
 size is reported: ``context_tokens`` per question (the mean over its results) and
 ``context_tokens.mean`` per mode (the mean over every result returned). The headline means carry a
-95 % bootstrap interval, and hybrid's lead over each single mode a paired one (confidence.py).
+95 % bootstrap interval, hybrid's lead over each single mode a paired one, and ``compare_with`` pairs a
+run with the one saved before it (confidence.py).
 """
 
 from __future__ import annotations
