@@ -107,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", help="the Chroma collection to score (default: RAG_COLLECTION or rag_chunks)")
     p.add_argument("--top-k", type=int, default=0, help="results retrieved per question (default RAG_EVAL_TOP_K=10)")
     p.add_argument("--json", action="store_true", help="print the metrics (mode -> metric -> value) and per-question rows")
+    p.add_argument("--against", metavar="RUN.parquet",
+                   help="also compare with this earlier run (an eval-*.parquet under RAG_EVAL_RESULTS_DIR), "
+                        "paired over the questions both asked")
 
     watch.add_parser(sub)
     for name, command in sub.choices.items():
@@ -523,6 +526,9 @@ def _evaluate(args) -> int:
     for path in args.eval_set or []:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such eval set: {path}")
+    against = _load_against(args.against) if args.against else None
+    if args.against and against is None:
+        return EXIT_USAGE
     from rag_assets.orchestration.runs import corpus_definitions
 
     outcome = evaluate(args.eval_set, args.top_k or None, corpus=corpus_definitions(args.corpus.name))
@@ -543,13 +549,19 @@ def _evaluate(args) -> int:
                    "skipped": outcome.summary.get("skipped", {}),
                    "confidence": outcome.summary.get("confidence", {}),
                    "questions": outcome.summary.get("questions"), "top_k": outcome.summary.get("top_k"),
-                   "run_id": outcome.run_id, "rows": rows}
+                   "run_id": outcome.run_id, "rows_path": outcome.rows_path, "rows": rows}
+        if against is not None:
+            payload["against"] = _compare_against(args.against, against, outcome.rows_path, list(modes))
         if extra:
             payload["synthetic"] = {"metrics": extra.get("modes", {}), "eval_set": extra.get("eval_set", {}),
                                     "questions": extra.get("questions"), "rows_path": outcome.synthetic_rows_path}
         print(json.dumps(payload, indent=2, default=_jsonable, ensure_ascii=False))
     else:
         _print_scores(outcome.summary, outcome.rows_path, outcome.run_id)
+        if against is not None:
+            compared = _compare_against(args.against, against, outcome.rows_path, list(modes))
+            _print_moves(f"against {args.against} ({compared['questions']} questions in both)",
+                         compared["by_mode"], [m for m in RetrievalMode.names() if m in modes])
         if extra:
             print()
             _print_scores(extra, outcome.synthetic_rows_path, outcome.run_id)
@@ -608,13 +620,52 @@ def _print_confidence(confidence: dict, names: list[str], questions) -> None:
     since = confidence.get("since_last") or {}
     if since.get("by_mode"):
         when = f"{since['created_at'][:16].replace('T', ' ')} UTC" if since.get("created_at") else "the run before"
-        print(f"since the evaluation of {when} "
-              f"({since.get('questions')} questions in both):")
-        for mode in [m for m in names if m in since["by_mode"]]:
-            moves = since["by_mode"][mode]
-            parts = [f"{metric} {c['before']:.3f} → {c['now']:.3f}, {c['change']:+.3f} ({c['low']:+.3f} to "
-                     f"{c['high']:+.3f}: {c['verdict']})" for metric in HEADLINE if (c := moves.get(metric))]
-            print(f"  {mode}: " + "; ".join(parts))
+        _print_moves(f"since the evaluation of {when} ({since.get('questions')} questions in both)",
+                     since["by_mode"], names)
+
+
+def _print_moves(title: str, by_mode: dict, names: list[str]) -> None:
+    """How the headline metrics moved against another run, one line per mode (Change.as_dict values)."""
+    from rag_assets.evaluation.confidence import HEADLINE
+
+    print(f"{title}:" if by_mode else f"{title}: nothing to compare")
+    for mode in [m for m in names if m in by_mode]:
+        moves = by_mode[mode]
+        parts = [f"{metric} {c['before']:.3f} → {c['now']:.3f}, {c['change']:+.3f} ({c['low']:+.3f} to "
+                 f"{c['high']:+.3f}: {c['verdict']})" for metric in HEADLINE if (c := moves.get(metric))]
+        print(f"  {mode}: " + "; ".join(parts))
+
+
+def _load_against(path: str):
+    """An earlier run's per-question rows for --against, or None (the reason printed, naming the file)."""
+    import pandas as pd
+
+    from rag_assets.evaluation.confidence import QUESTION_KEY
+
+    try:
+        rows = pd.read_parquet(path)
+    except (OSError, ValueError) as exc:
+        print(f"rag: --against {path}: not a saved evaluation run (an eval-*.parquet): {exc}", file=sys.stderr)
+        return None
+    missing = [c for c in QUESTION_KEY if c not in rows]
+    if missing:
+        print(f"rag: --against {path}: no {', '.join(missing)} column: not a saved evaluation run", file=sys.stderr)
+        return None
+    return rows
+
+
+def _compare_against(path: str, before, rows_path: str | None, modes: list[str]) -> dict:
+    """This run's rows against --against's, paired over the questions both asked."""
+    import pandas as pd
+
+    from rag_assets.evaluation.confidence import changes_between
+    from rag_assets.evaluation.metrics import KS
+    from rag_assets.evaluation.runner import interval_metrics
+
+    now = pd.read_parquet(rows_path) if rows_path else None
+    shared, changes = changes_between(before, now, modes, interval_metrics(KS)) if now is not None else (0, {})
+    return {"path": str(path), "questions": shared,
+            "by_mode": {m: {k: c.as_dict() for k, c in by.items()} for m, by in changes.items()}}
 
 
 def _evaluate_test_set(args) -> int:

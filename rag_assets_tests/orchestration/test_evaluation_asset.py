@@ -112,15 +112,30 @@ def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     assert set(confidence["hybrid_minus"]) == {"vector", "keyword"}
     assert confidence["hybrid_minus"]["vector"]["section.mrr@10"]["verdict"] in {"ahead", "behind", "unclear"}
 
+    first_run = out["rows_path"]
+    assert first_run.endswith(".parquet") and len(pd.read_parquet(first_run)) == 9
+
     monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "1.01")
     monkeypatch.setenv("RAG_EVAL_CHECK_SEVERITY", "ERROR")
-    proc = subprocess.run(cmd[:-1], capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    proc = subprocess.run(cmd[:-1] + ["--against", first_run], capture_output=True, text=True, env=os.environ.copy(),
+                          timeout=300)
     assert proc.returncode == 1 and "retrieval_quality: FAILED (ERROR)" in proc.stderr
     assert "section.recall@5" in proc.stdout and "context_tokens.mean" in proc.stdout
     assert "95% intervals (bootstrap over the 3 questions):" in proc.stdout
     assert "hybrid − vector: section.recall@5 " in proc.stdout and "hybrid − keyword: " in proc.stdout
     assert "(3 questions in both):" in proc.stdout  # against the --json run before: the same index
     assert "  hybrid: section.recall@5 " in proc.stdout and "no clear change" in proc.stdout
+    assert f"against {first_run} (3 questions in both):" in proc.stdout  # the run named, whichever came between
+
+    again = subprocess.run(cmd + ["--against", first_run], capture_output=True, text=True, env=os.environ.copy(),
+                           timeout=300)
+    against = json.loads(again.stdout)["against"]
+    assert against["path"] == first_run and against["questions"] == 3
+    assert against["by_mode"]["hybrid"]["section.recall@5"]["verdict"] == "no clear change"
+
+    bad = subprocess.run(cmd + ["--against", str(eval_file)], capture_output=True, text=True, env=os.environ.copy(),
+                         timeout=300)
+    assert bad.returncode == 2 and f"--against {eval_file}: not a saved evaluation run" in bad.stderr
 
 
 def _sensor_tick(instance, cursor=None):
