@@ -106,19 +106,14 @@ class EvaluationReport:
         names = self.metric_names(level) + sorted({f"ragas.{k}" for m in modes for k in self.ragas.get(m, {})})
         if any(not math.isnan(self.metrics[m].get(CONTEXT_MEAN, math.nan)) for m in modes):
             names.append(CONTEXT_MEAN)  # results carried a context: its mean size per result
-        if len(modes) == 1 and self.intervals.get(modes[0]):
-            spans = self.intervals[modes[0]]
-            lines = [f"| metric | value | {LEVEL:.0%} interval |", "|---|---|---|"]
-            for name in names:
-                span = spans.get(name)
-                lines.append(f"| {name} | {_fmt(self._value(modes[0], name))} | "
-                             + (f"{span.low:.3f}–{span.high:.3f}" if span else "") + " |")
-            return "\n".join(lines)
-        header = "| metric | " + " | ".join(modes if len(modes) > 1 else ["value"]) + " |"
-        lines = [header, "|" + "---|" * (len(modes) + 1)]
+        spans = self.intervals.get(modes[0], {}) if len(modes) == 1 else {}  # one mode: its intervals beside
+        columns = (modes if len(modes) > 1 else ["value"]) + ([f"{LEVEL:.0%} interval"] if spans else [])
+        lines = ["| metric | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 1)]
         for name in names:
-            values = [self._value(m, name) for m in modes]
-            lines.append(f"| {name} | " + " | ".join(_fmt(v) for v in values) + " |")
+            cells = [_fmt(self._value(m, name)) for m in modes]
+            if spans:
+                cells.append(f"{span.low:.3f}–{span.high:.3f}" if (span := spans.get(name)) else "")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
     def differences_table(self) -> str:
