@@ -541,25 +541,28 @@ def _evaluate(args) -> int:
     modes = outcome.summary.get("modes", {})
     # a synthetic set scored next to the labelled one (RAG_EVAL_SYNTHETIC=always)
     extra = outcome.synthetic_summary if outcome.synthetic_rows_path != outcome.rows_path else {}
-    if args.json:
+    now_rows = None  # this run's saved rows, read once for --json and --against
+    if outcome.rows_path and (args.json or against is not None):
         import pandas as pd
 
-        rows = pd.read_parquet(outcome.rows_path).to_dict(orient="records") if outcome.rows_path else []
+        now_rows = pd.read_parquet(outcome.rows_path)
+    compared = _compare_against(args.against, against, now_rows, list(modes)) if against is not None else None
+    if args.json:
+        rows = now_rows.to_dict(orient="records") if now_rows is not None else []
         payload = {"metrics": modes, "eval_set": outcome.summary.get("eval_set", {}), "checks": outcome.checks,
                    "skipped": outcome.summary.get("skipped", {}),
                    "confidence": outcome.summary.get("confidence", {}),
                    "questions": outcome.summary.get("questions"), "top_k": outcome.summary.get("top_k"),
                    "run_id": outcome.run_id, "rows_path": outcome.rows_path, "rows": rows}
-        if against is not None:
-            payload["against"] = _compare_against(args.against, against, outcome.rows_path, list(modes))
+        if compared is not None:
+            payload["against"] = compared
         if extra:
             payload["synthetic"] = {"metrics": extra.get("modes", {}), "eval_set": extra.get("eval_set", {}),
                                     "questions": extra.get("questions"), "rows_path": outcome.synthetic_rows_path}
         print(json.dumps(payload, indent=2, default=_jsonable, ensure_ascii=False))
     else:
         _print_scores(outcome.summary, outcome.rows_path, outcome.run_id)
-        if against is not None:
-            compared = _compare_against(args.against, against, outcome.rows_path, list(modes))
+        if compared is not None:
             _print_moves(f"against {args.against} ({compared['questions']} questions in both)",
                          compared["by_mode"], [m for m in RetrievalMode.names() if m in modes])
         if extra:
@@ -619,9 +622,10 @@ def _print_confidence(confidence: dict, names: list[str], questions) -> None:
             print(f"hybrid − {mode}: " + "; ".join(parts))
     since = confidence.get("since_last") or {}
     if since.get("by_mode"):
-        when = f"{since['created_at'][:16].replace('T', ' ')} UTC" if since.get("created_at") else "the run before"
-        _print_moves(f"since the evaluation of {when} ({since.get('questions')} questions in both)",
-                     since["by_mode"], names)
+        from rag_assets.evaluation.confidence import run_label
+
+        _print_moves(f"since the evaluation of {run_label(since.get('created_at'))} ({since.get('questions')} "
+                     "questions in both)", since["by_mode"], names)
 
 
 def _print_moves(title: str, by_mode: dict, names: list[str]) -> None:
@@ -654,18 +658,14 @@ def _load_against(path: str):
     return rows
 
 
-def _compare_against(path: str, before, rows_path: str | None, modes: list[str]) -> dict:
-    """This run's rows against --against's, paired over the questions both asked."""
-    import pandas as pd
-
-    from rag_assets.evaluation.confidence import changes_between
+def _compare_against(path: str, before, now, modes: list[str]) -> dict:
+    """This run's rows (a DataFrame, or None) against --against's, paired over the questions both asked."""
+    from rag_assets.evaluation.confidence import changes_as_dict, changes_between
     from rag_assets.evaluation.metrics import KS
     from rag_assets.evaluation.runner import interval_metrics
 
-    now = pd.read_parquet(rows_path) if rows_path else None
     shared, changes = changes_between(before, now, modes, interval_metrics(KS)) if now is not None else (0, {})
-    return {"path": str(path), "questions": shared,
-            "by_mode": {m: {k: c.as_dict() for k, c in by.items()} for m, by in changes.items()}}
+    return {"path": str(path), "questions": shared, "by_mode": changes_as_dict(changes)}
 
 
 def _evaluate_test_set(args) -> int:

@@ -121,6 +121,16 @@ class Change:
                 "high": self.change.high, "verdict": self.verdict}
 
 
+def changes_as_dict(changes: Mapping[str, Mapping[str, Change]]) -> dict[str, dict[str, dict]]:
+    """mode → metric → Change.as_dict(): the JSON form of changes_between's result."""
+    return {mode: {name: c.as_dict() for name, c in by_metric.items()} for mode, by_metric in changes.items()}
+
+
+def run_label(created_at: str | None) -> str:
+    """An earlier run named by its time to the minute (its saved ISO ``created_at``), for the reports."""
+    return f"{created_at[:16].replace('T', ' ')} UTC" if created_at else "the run before"
+
+
 def changes_between(previous, current, modes: Sequence[str], metrics: Sequence[str],
                     level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED) -> tuple[int, dict[str, dict[str, Change]]]:
     """How each metric moved from one run's per-question rows to another's (DataFrames with

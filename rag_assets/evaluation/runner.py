@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterable, Sequence
 import pandas as pd
 
 from rag_assets.evaluation.confidence import (
-    HEADLINE, LEVEL, REFERENCE_MODE, Change, Interval, changes_between, mean_intervals, paired_differences,
-    score_columns_by_mode)
+    HEADLINE, LEVEL, REFERENCE_MODE, Change, Interval, changes_as_dict, changes_between, mean_intervals,
+    paired_differences, run_label, score_columns_by_mode)
 from rag_assets.evaluation.evalset import EvalQuestion
 from rag_assets.evaluation.matching import (
     DOCUMENT,
@@ -149,9 +149,7 @@ class EvaluationReport:
         """The headline metrics' move since the compared run, per mode; "" when there was none."""
         if not self.changes:
             return ""
-        when = self.previous.get("created_at")
-        when = f"{when[:16].replace('T', ' ')} UTC" if when else "the run before"
-        lines = [f"Since the evaluation of {when}, over the "
+        lines = [f"Since the evaluation of {run_label(self.previous.get('created_at'))}, over the "
                  f"{self.previous['questions']} questions both asked:", "",
                  f"| mode | metric | before | now | change ({LEVEL:.0%} interval) | |", "|---|---|---|---|---|---|"]
         for mode in self.modes:
@@ -189,9 +187,7 @@ class EvaluationReport:
                     f"{REFERENCE_MODE}_minus": {
                         m: {k: {**v.as_dict(), "verdict": v.verdict} for k, v in by.items()}
                         for m, by in self.differences.items()},
-                    "since_last": {**self.previous, "by_mode": {
-                        m: {k: v.as_dict() for k, v in by.items()} for m, by in self.changes.items()}}
-                    if self.changes else {},
+                    "since_last": {**self.previous, "by_mode": changes_as_dict(self.changes)} if self.changes else {},
                 },
                 "rows": self.rows.to_dict(orient="records"),
             }
