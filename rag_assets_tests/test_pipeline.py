@@ -240,3 +240,99 @@ def test_every_chunk_of_the_bundled_corpus_carries_source_doc_type_and_date(bund
     for meta in metas:
         assert meta["source"] and meta["doc_type"], meta["doc_path"]
         dt.date.fromisoformat(meta["last_update_date"])
+
+
+# -- the rules-bot contract (seed rag-pipeline-contract), run as it is written ---------------------
+from dataclasses import dataclass  # noqa: E402
+from typing import Any, Dict  # noqa: E402
+from uuid import UUID, uuid4  # noqa: E402
+
+
+@dataclass
+class RuleDocument:  # the contract's input type, unchanged
+    document_id: UUID
+    filename: str
+    content: str  # Full markdown
+    metadata: Dict[str, Any]
+
+
+PHASES = """# Phases
+
+## Movement Phase
+
+During the movement phase you can move each of your operatives up to its move characteristic. What you
+can do during movement: a normal move, a dash, a fall back, or a charge into an enemy.
+
+### Normal move
+
+A normal move lets an operative move up to its move characteristic in inches, around terrain.
+
+### Dash
+
+A dash lets an operative move up to three more inches during the movement phase instead of shooting.
+
+### Fall back
+
+An operative within engagement range of an enemy can fall back during movement, moving away from it.
+
+## Shooting Phase
+
+In the shooting phase an operative that has not dashed may shoot at a visible enemy within range.
+"""
+WEAPONS = """# Weapon rules
+
+## Lethal
+
+A weapon with lethal x scores a critical hit on an unmodified roll of x or more.
+"""
+META = {"source": "Core Rules v3.1", "doc_type": "core-rules", "last_update_date": "2025-01-15"}
+
+
+def test_the_rules_bot_contract_runs_unchanged_against_the_pipeline(rag_env, dagster_home):
+    import shutil
+
+    shutil.rmtree(rag_env / "docs")  # the bot's index holds its rules only
+    (rag_env / "docs").mkdir()
+    pipeline = RAGPipeline.from_settings()
+    phases = RuleDocument(document_id=uuid4(), filename="rules-1-phases.md", content=PHASES, metadata=dict(META))
+    weapons = RuleDocument(document_id=uuid4(), filename="weapon-rules.md", content=WEAPONS, metadata=dict(META))
+    result = pipeline.ingest([phases, weapons])
+    assert (result.documents_processed, result.documents_failed, result.errors) == (2, 0, [])
+    assert len(result.run_ids) == 1 and UUID(result.job_id)  # one Dagster run for both documents
+    assert result.document_ids == [str(phases.document_id), str(weapons.document_id)]
+
+    # its call form, by name and by position
+    ctx = pipeline.retrieve(query="What can I do during movement?", context_key="test:user1")
+    assert ctx.meets_threshold and len(ctx.document_chunks) >= 1
+    top = ctx.document_chunks[0]
+    assert top.metadata["section"] == "Movement Phase"
+    assert top.document_id == str(phases.document_id)  # the caller's id, not a path
+    assert top.metadata["filename"] == "rules-1-phases.md" and top.metadata["doc_type"] == "core-rules"
+    assert pipeline.retrieve("What can I do during movement?", "test:user1").cached
+    with pytest.raises(TypeError):
+        pipeline.retrieve(RetrieveRequest("movement"), context_key="test:user1")
+
+    def vectors(document_id):
+        return [cid for cid, _text, meta in pipeline.retriever.store.iter_all()
+                if meta.get("document_id") == str(document_id)]
+
+    # Contract Test 5: Ingest Idempotency
+    old = set(vectors(phases.document_id))
+    assert old
+    updated = RuleDocument(document_id=phases.document_id, filename="rules-1-phases.md",
+                           content=PHASES.replace("# Phases", "# Phases (v3.2)", 1),  # every chunk's text changes
+                           metadata=dict(META))
+    again = pipeline.ingest([updated])
+    new = set(vectors(phases.document_id))
+    assert not old & new  # old embeddings removed
+    assert new  # new embeddings created
+    assert again.documents_processed == 1
+    assert again.documents_failed == 0
+    assert len(again.run_ids) == 1
+
+    # delete_documents by the caller's UUID removes the vectors
+    deleted = pipeline.delete_documents([phases.document_id])
+    assert deleted["doc_paths"] == [f"_from_code/{phases.document_id}.md"] and deleted["documents_deleted"] == 1
+    assert vectors(phases.document_id) == [] and vectors(weapons.document_id)
+    after = RAGPipeline.from_settings().retrieve(query="What can I do during movement?", context_key="test:user2")
+    assert all(c.document_id != str(phases.document_id) for c in after.document_chunks)
