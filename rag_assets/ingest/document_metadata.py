@@ -158,12 +158,12 @@ def complete(doc: ParsedDocument, ref: DocumentRef | None, policy: MetadataPolic
     given = {key for key in GUARANTEED if meta.get(key) not in (None, "")}
     missing = [key for key in policy.required if key not in given and key not in _present(doc, key)]
     if missing:
-        raise InvalidDocumentError(ref.doc_path, f"missing required metadata {', '.join(map(repr, missing))} "
+        raise InvalidDocumentError(doc.doc_path, f"missing required metadata {', '.join(map(repr, missing))} "
                                                  "(RAG_REQUIRED_METADATA): add it to the frontmatter")
     if "last_update_date" in given:
         date = _iso_date(meta["last_update_date"])
         if date is None:
-            raise InvalidDocumentError(ref.doc_path, f"last_update_date {meta['last_update_date']!r} is not a date "
+            raise InvalidDocumentError(doc.doc_path, f"last_update_date {meta['last_update_date']!r} is not a date "
                                                      "(use YYYY-MM-DD)")
         meta["last_update_date"] = date
     else:
@@ -173,7 +173,7 @@ def complete(doc: ParsedDocument, ref: DocumentRef | None, policy: MetadataPolic
     if "doc_type" not in given:
         meta["doc_type"] = policy.default_doc_type or policy.folder_doc_type(doc.doc_path)
     if policy.doc_types and str(meta["doc_type"]) not in policy.doc_types:
-        raise InvalidDocumentError(ref.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
+        raise InvalidDocumentError(doc.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
                                                  f"{', '.join(policy.doc_types)} (RAG_DOC_TYPES)")
     meta.setdefault("sidebar_label", doc.title)
     meta.setdefault("sidebar_position", 0)
