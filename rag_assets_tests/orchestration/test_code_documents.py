@@ -59,10 +59,24 @@ def test_two_documents_from_python_are_partitions_survive_rag_ingest_and_replace
     assert _chunks(RAGPipeline.from_settings(), "_from_code/faq/overwatch.md") == []
 
 
-def test_load_documents_reports_the_contract_fields(rag_env, dagster_home):
-    out = RAGPipeline.from_settings().load_documents(DOCS, batch_size=1)
-    assert out["documents_loaded"] == 2 and out["documents_failed"] == 0 and out["storage_complete"]
-    assert out["embeddings_generated"] >= 2 and out["execution_time_ms"] > 0 and out["errors"] == []
+def test_load_documents_reports_the_contract_fields(rag_env, dagster_home, caplog):
+    """The pipeline-API contract: an empty document is skipped with a warning (its text), and a call
+    with nothing to load is a ValueError (its test)."""
+    import logging
+
+    from rag_assets import Document
+
+    pipeline = RAGPipeline.from_settings()
+    with pytest.raises(ValueError, match="content.*required"):
+        pipeline.load_documents(documents=[Document(metadata={})])
+    with pytest.raises(ValueError, match="documents.*required"):
+        pipeline.load_documents(documents=[])
+    with caplog.at_level(logging.WARNING, logger="rag_assets.pipeline"):
+        out = pipeline.load_documents([DOCS[0], {"id": "empty", "content": "  "}, DOCS[1]], batch_size=1)
+    assert out["documents_loaded"] == 2 and out["documents_failed"] == 1 and not out["storage_complete"]
+    assert out["errors"] == ["document 1: content is required (non-empty markdown text); skipped"]
+    assert any(r.levelname == "WARNING" and "document 1: content is required" in r.getMessage() for r in caplog.records)
+    assert out["embeddings_generated"] >= 2 and out["execution_time_ms"] > 0
 
 
 def _texts(pipeline, doc_path):
