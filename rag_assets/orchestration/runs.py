@@ -41,7 +41,7 @@ from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerpr
 from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, DocumentRef, IngestSummary
-from rag_assets.index.stage_store import StageStore
+from rag_assets.index.stage_store import INDEXED, StageStore
 
 from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinitions, build_corpus_definitions, project_definitions
 from .evaluation import SYNTHETIC_PREFIX
@@ -305,10 +305,11 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
                 stages.add_to_catalog(added)
             stored = replace(base, documents=[*base.documents, *added])
     if removing and not allow_mass_delete:
-        # documents deleted on purpose are not a folder emptied by accident: when they are all that
-        # vanished, the guard lets them go (anything else that vanished keeps the guard as it is)
+        # documents deleted on purpose are not a folder emptied by accident: when they are all the
+        # indexed documents that vanished, the guard lets them go (anything else indexed that vanished
+        # keeps the guard as it is; one never indexed it does not count either way)
         vanished = set(vanished_documents(seen, stages).doc_paths)
-        allow_mass_delete = bool(vanished) and vanished <= set(removing)
+        allow_mass_delete = bool(vanished) and not (vanished - set(removing)) & stages.doc_paths(INDEXED)
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
     ran_catalog = catalog_run_needed(stored, seen) or not trusted and set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
