@@ -17,7 +17,7 @@ _LAZY = {
     "RAGPipeline": "rag_assets.pipeline",
     "RetrieveRequest": "rag_assets.retrieval.context",
     "RAGContext": "rag_assets.retrieval.context",
-    "RetrievalMode": "rag_assets.retrieval.modes",
+    "RetrievalMode": "rag_assets.vocabulary.modes",
     "answer_question": "rag_assets.answer.service",
     "Answer": "rag_assets.answer.generation",
     "DocumentChunk": "rag_assets.retrieval.context",

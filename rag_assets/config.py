@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rag_assets.errors import ConfigurationError
-from rag_assets.retrieval.modes import FusionMethod, RetrievalMode
+from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode
 
 LOCAL_EMBEDDER = "local"
 OPENAI_EMBEDDER = "openai"

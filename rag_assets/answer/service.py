@@ -13,7 +13,7 @@ from rag_assets.answer.generation import MAX_SOURCES, Answer, ChatLLM, answer_fr
 from rag_assets.config import Settings
 from rag_assets.errors import InvalidQueryError
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
-from rag_assets.retrieval.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode
 
 if TYPE_CHECKING:
     from rag_assets.pipeline import RAGPipeline

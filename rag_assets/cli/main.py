@@ -25,7 +25,7 @@ from rag_assets.cli.process_exit import exit_process
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.process_start import imports_without_gc
-from rag_assets.retrieval.modes import MAX_TOP_K, RetrievalMode, validate_top_k
+from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode, validate_top_k
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell tool killed by a closed pipe reports

@@ -37,7 +37,7 @@ from rag_assets.evaluation.matching import (
     rank_units,
     unresolved_labels,
 )
-from rag_assets.retrieval.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode
 from rag_assets.evaluation.metrics import KS, RANK_CUTOFF, mean_metrics, metric_names, question_metrics
 
 SearchFn = Callable[[str, str, int], Sequence[ChunkLike]]

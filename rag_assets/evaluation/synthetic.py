@@ -64,7 +64,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from rag_assets.evaluation.evalset import EvalQuestion, load_eval_set
 from rag_assets.evaluation.matching import normalize, normalize_heading
-from rag_assets.ingest.markup import drop_include_directives, push_heading, strip_heading_attributes
+from rag_assets.vocabulary.markup import drop_include_directives, push_heading, strip_heading_attributes
 from rag_assets.models import Block, BlockType
 
 log = logging.getLogger(__name__)

@@ -51,7 +51,7 @@ import numpy as np
 
 import sqlalchemy as sa
 
-from rag_assets.ingest.chunking import build_index_text
+from rag_assets.vocabulary.index_text import build_index_text
 from rag_assets.index.generation import current_generation
 from rag_assets.index.locks import DocumentLocks
 from rag_assets.index.state_db import StateDB, keyword_builds

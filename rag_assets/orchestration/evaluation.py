@@ -28,7 +28,7 @@ from typing import Any
 import dagster as dg
 
 from rag_assets.index.generation import current_generation
-from rag_assets.retrieval.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode
 
 from rag_assets.corpus import Corpus
 

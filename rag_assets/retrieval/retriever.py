@@ -31,7 +31,7 @@ from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
 from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
 from rag_assets.index.keyword import KeywordIndex, section_key, text_key
-from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
+from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
 from rag_assets.index.chroma_store import ChromaStore, VectorHit, document_fields
