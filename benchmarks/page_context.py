@@ -57,7 +57,7 @@ def with_summary(index_text: str, summary: str, chunk_text: str) -> str:
 def patch(words: int, lead: str, bm25: bool) -> None:
     """Chunking (and with bm25 the keyword text) as the variant has it, in this process."""
     import rag_assets.ingest.folder_index as folder_index
-    import rag_assets.index.keyword as keyword
+    import rag_assets.retrieval.snapshot as keyword
 
     chunk_document = folder_index.chunk_document
 

@@ -303,7 +303,7 @@ def document_passages(doc_path: str, title: str, blocks: Sequence[Block]) -> lis
 
 
 def _stems(text: str) -> set[str]:
-    from rag_assets.index.keyword import tokenize  # the keyword index's own terms (stemmed)
+    from rag_assets.retrieval.terms import tokenize  # the search snapshot's own terms (stemmed)
 
     return set(tokenize(text))
 
