@@ -18,7 +18,7 @@ _LAZY = {
     "RetrieveRequest": "rag_assets.retrieval.context",
     "RAGContext": "rag_assets.retrieval.context",
     "RetrievalMode": "rag_assets.vocabulary.modes",
-    "answer_question": "rag_assets.answer.service",
+    "answer_question": "rag_assets.answering",
     "Answer": "rag_assets.answer.generation",
     "DocumentChunk": "rag_assets.retrieval.context",
     "IngestionResult": "rag_assets.models",

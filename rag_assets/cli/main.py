@@ -464,7 +464,7 @@ def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int, filters=No
 
 
 def _ask(args) -> int:
-    from rag_assets.answer.service import answer_question
+    from rag_assets.answering import answer_question
     from rag_assets.errors import InvalidQueryError
 
     if not _valid_count(args.max_sources, "--max-sources"):

@@ -1,5 +1,6 @@
-"""answer_question: retrieve (hybrid, thresholded), then answer from the sources with [Source N]
-citations (the generation itself: rag_assets.answer.generation)."""
+"""answer_question: retrieve with a RAGPipeline (hybrid, thresholded), then answer from the sources
+with [Source N] citations (the generation itself: rag_assets.answer.generation). It stands beside
+rag_assets.pipeline, above it: the answer package below knows nothing of the pipeline."""
 
 from __future__ import annotations
 
