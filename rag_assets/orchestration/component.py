@@ -87,7 +87,7 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
         return Corpus.named(name, docs_dir, corpora_dir, **chosen)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        from rag_assets.orchestration.definitions import build_corpus_definitions
+        from rag_assets.orchestration.corpus_definitions import build_corpus_definitions
 
         return build_corpus_definitions(self.corpus(context.path, context.project_root)).definitions()
 

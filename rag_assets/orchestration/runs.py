@@ -43,7 +43,8 @@ from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
 
-from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinitions, build_corpus_definitions, project_definitions
+from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
+from rag_assets.orchestration.definitions import CORPORA, DEFAULT, project_definitions
 from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .assets import stale_now
