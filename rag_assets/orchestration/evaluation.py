@@ -79,7 +79,8 @@ def question_llm(settings):
 def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
     """Bring the synthetic set of the main docs folder (or of an extra corpus) up to date: only
     changed documents are read and asked about again."""
-    from rag_assets.evaluation.synthetic import build_synthetic_set, folder_documents, synthetic_dir
+    from rag_assets.evaluation.synthetic.build import build_synthetic_set
+    from rag_assets.evaluation.synthetic.folder import folder_documents, synthetic_dir
 
     known = None
     if corpus is None:  # the main index's catalog: files whose stat did not change are not hashed again
@@ -133,7 +134,7 @@ class EvaluationConfig(dg.Config):
 def _synthetic_for_evaluation(context, settings, synthetic_key: dg.AssetKey):
     """The set synthetic_eval_set wrote in this same run, else brought up to date here (when this asset
     runs on its own: only changed documents cost anything)."""
-    from rag_assets.evaluation.synthetic import load_synthetic_set, synthetic_dir
+    from rag_assets.evaluation.synthetic.folder import load_synthetic_set, synthetic_dir
 
     event = context.instance.get_latest_materialization_event(synthetic_key)
     if event is not None and event.run_id == context.run_id:
@@ -171,7 +172,7 @@ def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
     from rag_assets.ingest.folder_index import index_folder
     from rag_assets.index.chroma_store import ChromaStore
 
-    from rag_assets.evaluation.synthetic import synthetic_dir
+    from rag_assets.evaluation.synthetic.folder import synthetic_dir
 
     side = corpus.settings(settings)
     # the main embedding cache: a text embedded for either index is never embedded again
@@ -369,7 +370,7 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
         # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
         from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
         from rag_assets.evaluation.evalset import load_eval_sets
-        from rag_assets.evaluation.synthetic import synthetic_dir
+        from rag_assets.evaluation.synthetic.folder import synthetic_dir
 
         settings = embedder.settings(corpus.settings())
         paths = main_eval_sets(settings.eval_dir, config.eval_sets)
