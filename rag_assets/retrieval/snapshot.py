@@ -4,8 +4,9 @@ of every chunk in the Chroma collection.
 
 What is indexed: for every chunk in the Chroma collection, the same text that is embedded
 (``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (terms.py), with the
-chunk's ``title > h1 > h2`` header counted ``heading_repeats`` more times (``RAG_KEYWORD_HEADING_REPEATS``, default 3: a field weight for the
-headings, which name what a section is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
+chunk's ``title > h1 > h2`` header counted ``heading_repeats`` more times
+(``RAG_KEYWORD_HEADING_REPEATS``, default 3: a field weight for the headings, which name what a section
+is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
 
 Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
 the re-scoring stage matches the query against) and a row table: per chunk its doc_path, its
