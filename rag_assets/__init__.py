@@ -19,6 +19,7 @@ _LAZY = {
     "RAGContext": "rag_assets.retrieval.context",
     "RetrievalMode": "rag_assets.vocabulary.modes",
     "answer_question": "rag_assets.answering",
+    "RAGService": "rag_assets.answering",
     "Answer": "rag_assets.answer.generation",
     "DocumentChunk": "rag_assets.retrieval.context",
     "IngestionResult": "rag_assets.models",
