@@ -4,6 +4,7 @@ token slices), code blocks and tables at line boundaries into framed pieces, ``$
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from dataclasses import replace
@@ -189,8 +190,11 @@ def _pack_lines(
     return first + _greedy_merge(_greedy_merge(spans, aim, 1), budget, 1)
 
 
-def _protected_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in _MATH.finditer(text)] if "$$" in text else []
+@functools.lru_cache(maxsize=16)
+def _protected_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """The ``$$ … $$`` spans of a block's text: looked for once per block (the pieces of a big block
+    ask for the spans of its whole text, which a look each time made quadratic)."""
+    return tuple(m.span() for m in _MATH.finditer(text)) if "$$" in text else ()
 
 
 def _segments(
@@ -234,26 +238,28 @@ def _greedy_merge(
 
     out: list[tuple[int, int, int]] = []
     members: list[tuple[int, int, int]] = []  # the spans merged into out[-1]
+    leads = 0  # how many spans at the end of `members` are lead-ins (each span is looked at once)
     for span in spans:
         t = span[2]
+        is_lead = lead_in(span)
         if out:
             ps, pe, pt = out[-1]
-            if pt + join_cost + t <= aim or (lead_in(members[-1]) and pt + join_cost + t <= budget):
+            if pt + join_cost + t <= aim or (leads and pt + join_cost + t <= budget):
                 out[-1] = (ps, span[1], pt + join_cost + t)
                 members.append(span)
+                leads = leads + 1 if is_lead else 0
                 continue
-            k = len(members)
-            while k > 1 and lead_in(members[k - 1]):
-                k -= 1
-            moved = members[k:]
+            moved = members[max(1, len(members) - leads):]  # the lead-ins that end it, never all of it
             moved_tokens = sum(m[2] + join_cost for m in moved)
             if moved and moved_tokens + t <= budget:
                 out[-1] = (ps, _prev_end(text, ps, moved[0][0]), pt - moved_tokens)
                 out.append((moved[0][0], span[1], moved_tokens + t))
                 members = moved + [span]
+                leads = len(members) if is_lead else 0
                 continue
         out.append(span)
         members = [span]
+        leads = 1 if is_lead else 0
     return out
 
 

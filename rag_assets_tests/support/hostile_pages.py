@@ -1,0 +1,60 @@
+"""Pages that attack the cost of ingesting them (issue 36, items 1 and 6), written as an attacker wrote
+them: a snippet expansion bomb, a multi-megabyte MDX page on one line, one very large section.
+
+Each builder writes files under a docs folder and returns the doc_path of the hostile page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+NORMAL_PAGE = "normal.md"
+NORMAL_TEXT = "# Normal page\n\nThe harbour master logs every ferry that docks after midnight.\n"
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def normal_page(root: Path) -> str:
+    write(root, NORMAL_PAGE, NORMAL_TEXT)
+    return NORMAL_PAGE
+
+
+def snippet_bomb(root: Path, uses: int = 8, levels: int = 5, page: str = "bomb.mdx") -> str:
+    """Six snippet files (818 bytes in all with the defaults), each using the next `uses` times, `levels`
+    deep, and a page that uses the first `uses` times: 299,592 snippet expansions and megabytes of text
+    if expanded, 262,144 warnings if the last level is refused one use at a time."""
+    texts = [f"import S{k + 1} from '/snippets/s{k + 1}.mdx';\n\nLevel {k}.\n\n" + f"<S{k + 1} />\n" * uses
+             for k in range(1, levels + 1)]
+    bottom = "The bottom of the bomb, shown once for every path down to it. "
+    room = max(len(bottom), 818 - sum(len(t) for t in texts) - 1)  # 818 bytes in all, as reported
+    texts.append((bottom * (room // len(bottom) + 1))[:room] + "\n")
+    for k, text in enumerate(texts, start=1):
+        write(root, f"snippets/s{k}.mdx", text)
+    write(root, page, "---\ntitle: Bomb\n---\nimport S1 from '/snippets/s1.mdx';\n\n" + "<S1 />\n" * uses)
+    return page
+
+
+def single_line_mdx(root: Path, size: int, page: str = "one-line.mdx") -> str:
+    """An MDX page of `size` bytes on one line: text between inline components, as a minified
+    export or a generated page may hold (4.8 MB of it never finished parsing)."""
+    unit = 'Step <Badge color="blue">beta</Badge> then <Tooltip tip="x">y</Tooltip> done. '
+    write(root, page, "---\ntitle: One line\n---\n" + unit * max(1, size // len(unit)) + "\n")
+    return page
+
+
+def big_section(root: Path, size: int, page: str = "big-section.md") -> str:
+    """One section of `size` bytes: short paragraphs under a single heading, nothing to cut it at."""
+    paragraphs = []
+    n, length = 0, 0
+    while length < size:
+        text = f"Paragraph {n} says the valve {n % 97} opens at {n % 13} bar and closes at {n % 7}.\n\n"
+        paragraphs.append(text)
+        length += len(text)
+        n += 1
+    write(root, page, "# Big section\n\n## The only section\n\n" + "".join(paragraphs))
+    return page
