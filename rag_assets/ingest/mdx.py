@@ -135,7 +135,7 @@ def _esm_statements(lines: list[str]) -> tuple[dict[int, tuple[Import, int]], di
     """Imports (first line -> (Import, one past its last line)) and exports (first -> one past last)."""
     imports: dict[int, tuple[Import, int]] = {}
     exports: dict[int, int] = {}
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, int] | None = None
     stops: list[int] | None = None  # made at the first import, once per body
     i = 0
     while i < len(lines):
@@ -198,18 +198,25 @@ def _import_at(lines: list[str], i: int, stops: list[int]) -> tuple[Import, int]
     return Import(_SOURCE_AT_END.search(lines[end]).group(2), default.group(1) if default else None), end + 1
 
 
-def _fence_step(fence: tuple[str, int] | None, line: str) -> tuple[tuple[str, int] | None, bool]:
-    """Advance the fenced-code state by one line: (new state, whether this line is code)."""
+def _fence_step(fence: tuple[str, int, int] | None, line: str) -> tuple[tuple[str, int, int] | None, bool]:
+    """Advance the fenced-code state (fence char, length, indentation) by one line: (new state, whether
+    this line is code). A closing line is indented at most 3 columns more than its opening line, as
+    CommonMark (and so the splitter, rag_assets.ingest.markdown) has it: an indented ```` ``` ```` inside
+    the code, such as a nested example, does not close it early."""
     if fence is None:
         m = _FENCE_OPEN.match(line)
         if m:
-            return (m.group("fence")[0], len(m.group("fence"))), True
+            return (m.group("fence")[0], len(m.group("fence")), _width(m.group("indent"))), True
         return None, False
-    char, length = fence
+    char, length, indent = fence
     stripped = line.strip()
-    if stripped and set(stripped) == {char} and len(stripped) >= length:
+    if stripped and set(stripped) == {char} and len(stripped) >= length and _width(line[: len(line) - len(line.lstrip())]) <= indent + 3:
         return None, True
     return fence, True
+
+
+def _width(indent: str) -> int:
+    return len(indent.expandtabs(4))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,7 +370,7 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
         renderer.expanded_bytes = len(body.encode("utf-8"))  # the page's own text counts towards max_bytes
     out: list[tuple[str, bool, bool]] = []  # (line, inside a component, fenced code)
     text_lines: list[str] = []
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, int] | None = None
 
     def flush_text() -> None:
         if text_lines:
@@ -690,7 +697,7 @@ def _assemble(lines: list[tuple[str, bool, bool]]) -> str:
         dedented.append(line.removeprefix(_MARK))
     flush()
     out: list[str] = []
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, int] | None = None
     for line in dedented:
         fence, is_code = _fence_step(fence, line)
         if not is_code and not line.strip():

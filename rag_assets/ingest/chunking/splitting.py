@@ -28,7 +28,10 @@ _LINES_OR_SENTENCES = re.compile(r"\n\s*|(?<=[.!?;:。！？])\s+")
 # needs both together, so it never ends a chunk whose next chunk holds what it introduces. The
 # lookbehind keeps an admonition's closing ":::" from counting as a colon.
 _LEAD_IN = re.compile(r"(?:(?<!:)[:：]|\bas follows\.?|\bfor example,?|\blike this\.?|\be\.g\.,?)$", re.IGNORECASE)
-_FENCE = re.compile(r"([ \t]*)(`{3,}|~{3,})")
+# A code block's opening fence, after what a fence nested in a list item or quote has before it on its
+# line (indentation, "> ", a list marker): its pieces repeat that line and end as the block ends.
+_FENCE = re.compile(r"((?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?)(`{3,}|~{3,})")
+_LIST_MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")
 
 
 class _Splitter:
@@ -137,7 +140,13 @@ class _Splitter:
             if text[pos:stop].strip():
                 tokens = self.counter.count(text[pos:stop])
                 if tokens > budget:
-                    spans.extend(self._split(text, pos, stop, tokens, budget, _WORD_LEVEL, []))
+                    pieces = self._split(text, pos, stop, tokens, budget, _WORD_LEVEL, [])
+                    indent = len(text[pos:stop]) - len(text[pos:stop].lstrip())
+                    if indent and pieces and pieces[0][0] == pos + indent:
+                        # the line's first piece keeps its indentation, as the block's other lines do
+                        s0, e0, _ = pieces[0]
+                        pieces[0] = (pos, e0, self.counter.count(text[pos:e0]))
+                    spans.extend(pieces)
                 else:
                     spans.append((pos, stop, tokens))
             pos = stop + 1
@@ -160,11 +169,13 @@ def _frame(unit: _Unit) -> tuple[str, str, int, int]:
     if fence is None:
         return "", "", 0, len(text)
     last_start = text.rfind("\n") + 1
-    closing = re.compile(rf"[ \t]*{re.escape(fence[2][0])}{{{len(fence[2])},}}[ \t]*")
+    closing = re.compile(rf"(?:[ \t]*>)*[ \t]*{re.escape(fence[2][0])}{{{len(fence[2])},}}[ \t]*")
     if closing.fullmatch(text, last_start):
         return text[: first_end + 1], "\n" + text[last_start:], first_end + 1, max(first_end + 1, last_start - 1)
-    # An unclosed fence: every piece gets a closing fence anyway, so each is valid on its own.
-    return text[: first_end + 1], f"\n{fence[1]}{fence[2]}", first_end + 1, len(text)
+    # An unclosed fence: every piece gets a closing fence anyway, so each is valid on its own (indented
+    # like the opening one, without its list marker).
+    indent = _LIST_MARKER.sub(lambda m: " " * len(m.group()), fence[1])
+    return text[: first_end + 1], f"\n{indent}{fence[2]}", first_end + 1, len(text)
 
 
 def _pack_lines(
