@@ -58,3 +58,58 @@ def big_section(root: Path, size: int, page: str = "big-section.md") -> str:
         n += 1
     write(root, page, "# Big section\n\n## The only section\n\n" + "".join(paragraphs))
     return page
+
+
+def _repeat(unit: str, size: int, head: str = "# Page\n\n") -> str:
+    return head + unit * max(1, size // len(unit)) + "\n"
+
+
+# name -> (page text of about `size` bytes, the n a linearity check runs at): shapes that held a step
+# quadratic in the page's size (issue 36, item 6), each at an n where that step made 4n cost 9-15x n
+LINEARITY_SHAPES = {
+    # MDX: inline tags on one line (the line's ends were looked for from every tag)
+    "tags on one line": (lambda size: _repeat('Step <Badge color="blue">beta</Badge> then <Tooltip tip="x">y</Tooltip>. ', size), 200_000),
+    # chunking: one section of short paragraphs (the include-directive look read the whole block per unit)
+    "one big section": (lambda size: _repeat("The valve opens at a pressure of two bar and closes again.\n\n", size, "# P\n\n## Only\n\n"), 50_000),
+    # MDX: HTML comments on one line (each looked for code spans from the line's start)
+    "comments on one line": (lambda size: _repeat("<!-- c --> x ", size), 50_000),
+    # chunking: one long paragraph of inline markup, cut into pieces (each looked for $$ in the whole block)
+    "one long paragraph": (lambda size: _repeat("[a](b) *c* `d` ", size), 50_000),
+    # MDX: code spans and almost-tags in one paragraph
+    "code spans": (lambda size: _repeat("`a` and `` b `` or <A {x} ", size), 50_000),
+}
+
+
+def page_path_cpu_seconds(folder: Path, text: str, repeats: int = 2) -> float:
+    """CPU seconds (best of `repeats`, this process only, no garbage collection in between) of one page
+    through the whole per-page path: read, frontmatter, MDX and snippets, metadata, split, chunk, ids."""
+    import gc
+    import logging
+    import time
+
+    from rag_assets.ingest import document_metadata, frontmatter, ids, markdown, snippets
+    from rag_assets.ingest.chunking import ChunkingConfig, chunk_document
+    from rag_assets.ingest.discovery import discover
+    from rag_assets.ingest.tokens import TokenCounter
+
+    write(folder, "page.mdx", text)
+    ref = discover(folder, max_file_bytes=10 * len(text) + 10_000).documents[0]
+    counter = TokenCounter.for_name("cl100k_base", folder.parent / "tiktoken")
+    best = float("inf")
+    logging.disable(logging.WARNING)
+    try:
+        for _ in range(repeats):
+            gc.collect()
+            gc.disable()
+            try:
+                started = time.process_time()
+                doc, _ = snippets.render_page(frontmatter.read_document(ref), ref, ref.size_bytes * 10)
+                doc = document_metadata.complete(doc, ref, document_metadata.MetadataPolicy(), [])
+                chunks = chunk_document(doc, markdown.split_markdown(doc.body), counter, ChunkingConfig())
+                ids.distinct_chunks(ids.assign_ids(chunks))
+                best = min(best, time.process_time() - started)
+            finally:
+                gc.enable()
+    finally:
+        logging.disable(logging.NOTSET)
+    return best
