@@ -12,7 +12,8 @@ each in a session of its own, so a run in progress went on as an orphan after th
 Every process started under the UI carries RAG_UI_SESSION (a fresh id) in its environment; once
 `dagster dev` has exited, each one still alive is interrupted (SIGINT: Dagster cancels the run it
 executes) and killed if it is still there after WORKER_GRACE_SECONDS. Exit status: `dagster dev`'s,
-or 130 / 143 when stopped by SIGINT / SIGTERM.
+or 130 / 143 when stopped by SIGINT / SIGTERM. On Linux `dagster dev` also gets SIGTERM if `rag ui`
+itself is killed (SIGKILL leaves no chance to clean up: run workers then go on until their run ends).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def run(args) -> int:
     # a shell's `cmd &` leaves SIGINT ignored, and a child inherits that; Dagster stops on SIGINT/SIGTERM only if not
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     child = subprocess.Popen(command(args.host, args.port), env={**os.environ, SESSION_ENV: session},
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=_stop_with_parent)
     received: list[int] = []
 
     def pass_on(signum, _frame) -> None:
@@ -92,6 +93,17 @@ def _wait(child: subprocess.Popen, received: list[int]) -> int:
             signalled_at = signalled_at or time.monotonic()
             if time.monotonic() - signalled_at > STOP_SECONDS:
                 _signal_group(child.pid, signal.SIGKILL)
+
+
+def _stop_with_parent() -> None:
+    """In the child, before exec (Linux): SIGTERM when the process that started it dies, however it dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def _signal_group(pgid: int, signum: int) -> None:

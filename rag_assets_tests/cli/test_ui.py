@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from rag_assets.cli.ui import SESSION_ENV, STOP_SECONDS, WORKER_GRACE_SECONDS
+from rag_assets.cli.ui import STOP_SECONDS, WORKER_GRACE_SECONDS
 from rag_assets_tests.conftest import instance_yaml, subprocess_env, write_corpus
 from rag_assets_tests.support.chroma_server import free_port
 from rag_assets_tests.support.dagster_dev import TERMINAL, Webserver, wait_until_loaded
@@ -59,6 +59,16 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _kill_everything_of(root) -> None:
+    """Whatever a failed run of this test left behind: every process whose docs folder is under root."""
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("RAG_DOCS_DIR", "").startswith(str(root)):
+                proc.kill()
+        except (psutil.Error, OSError):
+            continue
+
+
 @pytest.mark.system
 def test_rag_ui_serves_the_project_instance_and_nothing_it_started_outlives_it(tmp_path):
     """Issue 36, item 1: after `rag ui` stopped, its run worker went on (at 50 % CPU) as an orphan. Here
@@ -101,19 +111,17 @@ def test_rag_ui_serves_the_project_instance_and_nothing_it_started_outlives_it(t
             _until("the run's first embedding request", lambda: openai.embedding_requests, 120, server)
             tags = {t["key"]: t["value"] for t in _run(server, held)["tags"]}
             worker = int(tags["rag/worker_pid"])
-            assert psutil.Process(worker).environ().get(SESSION_ENV)  # started under this UI, in a session of its own
-            assert os.getpgid(worker) != os.getpgid(proc.pid)
+            assert os.getpgid(worker) != os.getpgid(proc.pid)  # a session of its own: a signal to the UI's misses it
 
             started = time.monotonic()
             os.killpg(proc.pid, signal.SIGTERM)  # what a service manager or a terminal's close sends
             code = proc.wait(timeout=STOP_SECONDS + WORKER_GRACE_SECONDS + 30)
-            assert code == 143, log.read_text()[-3000:]
             assert _until("the worker's exit", lambda: _gone(worker), 10, server)
             assert time.monotonic() - started < STOP_SECONDS + WORKER_GRACE_SECONDS + 30
+            assert code == 143, log.read_text()[-3000:]
             assert f"{worker} (-m rag_assets.orchestration.warm_worker)" in log.read_text(), log.read_text()[-3000:]
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-            if worker is not None and not _gone(worker):
-                os.kill(worker, signal.SIGKILL)
+            _kill_everything_of(tmp_path)
