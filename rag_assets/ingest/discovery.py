@@ -78,9 +78,8 @@ def stat_look_of(catalog: Catalog) -> StatLook | None:
 def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog | None = None,
              index_snippets: bool = False, looked: StatLook | None = None) -> Catalog:
     """Every markdown page, fingerprinted. With `known` (an earlier catalog), a file whose size,
-    mtime and inode match its earlier fingerprint is not read again. Snippet files (under a site's
-    snippets/ folder, or imported _partials: rag_assets.ingest.snippets) are not pages unless
-    `index_snippets`; a page's content hash
+    mtime and inode match its earlier fingerprint is not read again. Snippet files (imported by
+    other files, or under snippets/) are not pages unless `index_snippets`; a page's content hash
     covers the files it imports (rag_assets.ingest.snippets). `looked`: a stat_look() of the same
     folder just taken, whose walk and stats are used instead of taking them again."""
     if looked is not None:

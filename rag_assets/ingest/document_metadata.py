@@ -181,7 +181,7 @@ def complete(doc: ParsedDocument, ref: DocumentRef, policy: MetadataPolicy,
     meta = dict(doc.metadata)
     for key in [k for k in meta if not _storable_key(str(k))]:
         del meta[key]
-        _warn(warnings, f"{ref.doc_path}: frontmatter key {key!r} dropped: the vector store refuses keys that are "
+        _warn(warnings, f"{doc.doc_path}: frontmatter key {key!r} dropped: the vector store refuses keys that are "
                         "empty or start with '$' or '#'")
     given = {key for key in GUARANTEED if meta.get(key) not in (None, "")}
     missing = [key for key in policy.required if key not in given and key not in _present(doc, key)]
@@ -197,7 +197,7 @@ def complete(doc: ParsedDocument, ref: DocumentRef, policy: MetadataPolicy,
         if date is None or date > tomorrow:
             date = file_date(ref)
             problem = "is not a date (use YYYY-MM-DD)" if _iso_date(value) is None else "lies in the future"
-            _warn(warnings, f"{ref.doc_path}: last_update_date {value!r} {problem}: the file's date {date} is used")
+            _warn(warnings, f"{doc.doc_path}: last_update_date {value!r} {problem}: the file's date {date} is used")
         meta["last_update_date"] = date
     else:
         meta["last_update_date"] = file_date(ref)
