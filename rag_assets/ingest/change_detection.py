@@ -151,7 +151,7 @@ def _through_pages(changes: Changes, root: Path, files: dict[str, list], max_fil
     hash_of = {p: entry[2] for p, entry in files.items()}
     moved = {r.doc_path for r in changes.to_process} | set(changes.deleted)
     closures = snippets.all_closures(imports_of)
-    not_pages = set() if index_snippets else snippets.snippet_paths(closures)
+    not_pages = set() if index_snippets else snippets.snippet_paths(closures, root)
     taken = {r.doc_path for r in changes.to_process}
     shown_changed: list[DocumentRef] = []
     for page in sorted(set(files) - not_pages - taken):
