@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Mapping
 
 from rag_assets.errors import ConfigurationError
+from rag_assets.ingest.languages import language_code
+from rag_assets.ingest.scope import parse_languages, split_list
 from rag_assets.retrieval.modes import FusionMethod, RetrievalMode
 
 LOCAL_EMBEDDER = "local"
@@ -60,6 +62,18 @@ class Settings:
     # snippet files (imported by MDX pages, or under snippets/) are shown inside the pages that import
     # them; True also indexes each as a page of its own
     index_snippets: bool = False
+    # scope (rag_assets.ingest.scope): which pages of the folder are indexed. Globs (gitignore syntax,
+    # relative to the docs folder, ";"-separated): a page must match one of `include` (when set) and
+    # none of `exclude`; `ignore_files` reads .gitignore/.mintignore/.ragignore and the site generator's
+    # rules; pages whose frontmatter sets one of `skip_frontmatter_keys` true are left out
+    include: str = ""
+    exclude: str = ""
+    ignore_files: bool = True
+    skip_frontmatter_keys: str = "draft,noindex,hidden"
+    # languages indexed: "default" (the corpus's default language only), "all", or codes ("en,es");
+    # `default_language`: "" = the generator's declared default, else the most common (rag_assets.ingest.languages)
+    languages: str = "default"
+    default_language: str = ""
     # document metadata (rag_assets.ingest.document_metadata): doc_type when the frontmatter has none
     # ("" = the first folder); frontmatter keys a document must have ("source,doc_type,..."); allowed doc_types
     default_doc_type: str = ""
@@ -229,6 +243,17 @@ class Settings:
         if self.eval_synthetic_questions <= 0:
             raise ConfigurationError(
                 f"RAG_EVAL_SYNTHETIC_QUESTIONS must be a positive integer, got {self.eval_synthetic_questions}")
+        try:
+            parse_languages(self.languages)
+        except ValueError as exc:
+            raise ConfigurationError(f"RAG_LANGUAGES: {exc}") from None
+        if self.default_language and not language_code(self.default_language):
+            raise ConfigurationError(f"RAG_DEFAULT_LANGUAGE must be a language code such as en or pt-BR, got "
+                                     f"{self.default_language!r}")
+        for name in ("include", "exclude"):
+            for glob in split_list(getattr(self, name), ";"):
+                if "\n" in glob or glob.startswith("#"):
+                    raise ConfigurationError(f"{ENV_VARS[name]}: {glob!r} is not a glob (separate globs with ';')")
         if self.embedder not in (LOCAL_EMBEDDER, OPENAI_EMBEDDER):
             raise ConfigurationError(
                 f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {self.embedder!r}"
@@ -263,6 +288,12 @@ ENV_VARS: dict[str, str] = {
     "chroma_port": "CHROMA_PORT",
     "max_file_bytes": "RAG_MAX_FILE_BYTES",
     "index_snippets": "RAG_INDEX_SNIPPETS",
+    "include": "RAG_INCLUDE",
+    "exclude": "RAG_EXCLUDE",
+    "ignore_files": "RAG_IGNORE_FILES",
+    "skip_frontmatter_keys": "RAG_SKIP_FRONTMATTER_KEYS",
+    "languages": "RAG_LANGUAGES",
+    "default_language": "RAG_DEFAULT_LANGUAGE",
     "default_doc_type": "RAG_DEFAULT_DOC_TYPE",
     "code_documents_folder": "RAG_CODE_DOCUMENTS_FOLDER",
     "required_metadata": "RAG_REQUIRED_METADATA",
