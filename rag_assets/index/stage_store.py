@@ -193,6 +193,14 @@ class StageStore:
         docs = [asdict(d) for d in catalog.documents]
         errors = [{"path": e.path, "reason": e.reason} for e in {e.path: e for e in catalog.errors}.values()]
         with self.db.write() as conn:
+            # a page whose language moved with no change of its own (a locale folder appeared, the default
+            # changed): its records are forgotten, so the next run gives its chunks the new language
+            c = catalog_documents.c
+            before = dict(conn.execute(sa.select(c.doc_path, c.language)).all())
+            moved = [d.doc_path for d in catalog.documents
+                     if d.doc_path in before and before[d.doc_path] and d.language != before[d.doc_path]]
+            for part in _chunks(moved):
+                conn.execute(stage_records.delete().where(stage_records.c.doc_path.in_(part)))
             conn.execute(catalog_documents.delete())
             conn.execute(catalog_errors.delete())
             for start in range(0, len(docs), 1000):

@@ -410,6 +410,10 @@ def fingerprint_file(
         if known is not None and known.doc_path == doc_path:
             # its language is the catalog run's to decide (the layout is the whole folder's): kept
             ref = replace(ref, language=known.language)
+        else:
+            # not catalogued yet (a page the sensor found): what it says of itself until the catalog run
+            facts = scope_mod.PageFacts.parse(ref.facts)
+            ref = replace(ref, language=facts.declared or facts.detected)
     if not ref.imports:
         return ref
     # the files it imports, as they are now (a known fingerprint's hash covers them as they were)
