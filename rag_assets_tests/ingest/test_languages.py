@@ -139,3 +139,19 @@ def test_frontmatter_flags_leave_pages_out_and_the_keys_are_configurable(tmp_pat
 def test_languages_setting_is_validated(raw):
     with pytest.raises(ValueError):
         parse_languages(raw)
+
+
+def test_scope_settings_are_validated_by_name():
+    from rag_assets.config import Settings
+    from rag_assets.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="RAG_LANGUAGES"):
+        Settings.from_env({"RAG_LANGUAGES": "english"})
+    with pytest.raises(ConfigurationError, match="RAG_DEFAULT_LANGUAGE"):
+        Settings.from_env({"RAG_DEFAULT_LANGUAGE": "spanish"})
+    with pytest.raises(ConfigurationError, match="RAG_IGNORE_FILES"):
+        Settings.from_env({"RAG_IGNORE_FILES": "maybe"})
+    settings = Settings.from_env({"RAG_LANGUAGES": "EN, es", "RAG_EXCLUDE": "blog/**;*.draft.md"})
+    scope = ScopeSettings.from_settings(settings)
+    assert scope.languages == ("en", "es") and scope.exclude == ("blog/**", "*.draft.md")
+    assert scope.keep == ("_from_code",)
