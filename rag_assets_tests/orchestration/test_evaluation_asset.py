@@ -314,3 +314,18 @@ def test_extra_corpus_is_indexed_on_its_own_and_scored_side_by_side(indexed, rag
     failed = dg.materialize([retrieval_evaluation], instance=indexed, resources=RESOURCES, raise_on_error=False)
     assert not failed.success
     assert "NAME=FOLDER" in str(next(e for e in failed.all_events if e.is_step_failure).step_failure_data.error.message)
+
+
+def test_evaluation_sensor_waits_for_an_ingest_in_progress_however_long(indexed, rag_env, monkeypatch):
+    """`rag ingest` holds its lock between its runs too: no run in flight, yet the index is half done."""
+    from rag_assets.config import Settings
+    from rag_assets.index.locks import ingest_lock_file
+    from rag_assets.orchestration import sensors
+
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD)
+    monkeypatch.setattr(sensors, "EVALUATION_MAX_DEFER_SECONDS", 0)
+    lock = ingest_lock_file(Settings.from_env().state_dir)
+    with lock:
+        waiting = _sensor_tick(indexed)
+    assert not waiting.run_requests and "ingest of this corpus is in progress" in waiting.skip_message
+    assert len(_sensor_tick(indexed, waiting.cursor).run_requests) == 1  # released: scored
