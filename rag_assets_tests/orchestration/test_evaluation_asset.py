@@ -209,11 +209,18 @@ def test_no_eval_set_scores_a_synthetic_set_labelled_synthetic(indexed, rag_env)
     saved = json.loads(open(meta["synthetic/results_parquet"].replace(".parquet", ".json")).read())
     assert saved["eval_set"]["kind"] == "synthetic" and saved["eval_set"]["version"] == made["version"]
 
-    # a changed document is asked about again, the others are reused
+    assert (made["documents_found"], made["documents_indexed"]) == (3, 3)
+
+    # a changed document is not asked about until it is indexed at its new version (issue 34: an
+    # ingest stopped half-way is not scored as if it were done) ...
     doc = rag_env / "docs" / "rate-limits.md"
     doc.write_text(doc.read_text().replace("at most 50 requests", "at most 60 requests"))
+    stale = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES), "synthetic_eval_set")
+    assert (stale["documents_found"], stale["documents_indexed"], stale["documents"]) == (3, 2, 2)
+    # ... then it is asked about again, the others are reused
+    assert dg.materialize(PER_DOCUMENT_ASSETS, instance=indexed, resources=RESOURCES, partition_key="rate-limits.md").success
     again = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES), "synthetic_eval_set")
-    assert again["documents_regenerated"] == 1 and again["documents_reused"] == 2
+    assert again["documents_regenerated"] == 1 and again["documents_reused"] == 2 and again["documents_indexed"] == 3
 
 
 def test_with_a_chat_model_configured_the_questions_are_llm_written(indexed, rag_env, monkeypatch):
