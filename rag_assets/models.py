@@ -58,6 +58,8 @@ class Catalog:
     # in `left_out_read` were read to decide (frontmatter, language); the others by their path alone
     left_out: dict[str, str] = field(default_factory=dict)
     left_out_read: list[str] = field(default_factory=list)
+    # the fingerprints of the pages read and left out: a later look whose stat matches does not read them again
+    left_out_refs: list[DocumentRef] = field(default_factory=list)
     default_language: str = ""
     languages: dict[str, int] = field(default_factory=dict)  # pages found per language
 

@@ -296,7 +296,16 @@ class StageStore:
             # positional: half the time of DocumentRef(**row._asdict()) (0.6 s against 1.25 s at 100,000)
             documents = [DocumentRef(*row) for row in conn.execute(sa.select(*_REF_COLUMNS).order_by(catalog_documents.c.doc_path))]
             errors = [DiscoveryError(path, reason) for path, reason in conn.execute(sa.select(catalog_errors.c.path, catalog_errors.c.reason))]
-        return Catalog(docs_dir=docs_dir, documents=documents, errors=errors)
+        catalog = Catalog(docs_dir=docs_dir, documents=documents, errors=errors)
+        scope = self.read_scope() or {}
+        try:
+            catalog.left_out_refs = [DocumentRef(**r) for r in scope.get("read") or []]
+        except TypeError:  # recorded by another version: the next look reads those pages again
+            catalog.left_out_refs = []
+        catalog.left_out = dict(scope.get("pages") or {})
+        catalog.left_out_read = [r.doc_path for r in catalog.left_out_refs]
+        catalog.default_language = str(scope.get("default_language") or "")
+        return catalog
 
 
 def scope_record(catalog: Catalog) -> dict:
@@ -306,7 +315,8 @@ def scope_record(catalog: Catalog) -> dict:
         counts[reason] = counts.get(reason, 0) + 1
     return {"left_out": dict(sorted(counts.items(), key=lambda kv: -kv[1])), "documents_left_out": len(catalog.left_out),
             "default_language": catalog.default_language, "languages": catalog.languages,
-            "pages": dict(sorted(catalog.left_out.items()))}
+            "pages": dict(sorted(catalog.left_out.items())),
+            "read": [asdict(r) for r in catalog.left_out_refs]}
 
 
 # Asked about this many documents or more, a read scans the table once and keeps theirs: ~2x

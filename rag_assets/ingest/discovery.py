@@ -83,10 +83,11 @@ def stat_look(docs_dir: Path, max_file_bytes: int = 5_000_000, scope: ScopeSetti
 def stat_look_of(catalog: Catalog) -> StatLook | None:
     """What stat_look() would give for the folder exactly as `catalog` fingerprinted it; None when
     a stat cannot tell (snippet files left out of the catalog, a ref hashed before stats were kept)."""
-    if catalog.excluded or catalog.left_out_read or any(d.mtime_ns == 0 or d.file_hash == "" or d.facts == ""
-                                                        for d in catalog.documents):
+    files = [*catalog.documents, *catalog.left_out_refs]  # the pages read and left out are files of the look too
+    if catalog.excluded or any(d.mtime_ns == 0 or d.file_hash == "" or d.facts == "" for d in files) \
+            or set(catalog.left_out_read) - {d.doc_path for d in catalog.left_out_refs}:
         return None
-    return StatLook(catalog.docs_dir, [(d.doc_path, d.size_bytes, d.mtime_ns, d.inode) for d in catalog.documents],
+    return StatLook(catalog.docs_dir, [(d.doc_path, d.size_bytes, d.mtime_ns, d.inode) for d in files],
                     list(catalog.errors))
 
 
@@ -106,7 +107,8 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
         rules = site_rules_for(docs_dir, scope)
         paths, errors = iter_markdown_files(docs_dir, rules=rules, left_out=left_out)
     root = Path(docs_dir).resolve()
-    earlier = {d.doc_path: d for d in known.documents} if known is not None and known.docs_dir == str(root) else {}
+    earlier = {d.doc_path: d for d in [*known.documents, *known.left_out_refs]} \
+        if known is not None and known.docs_dir == str(root) else {}
     stats = looked._stats if looked is not None else {}
     documents: list[DocumentRef] = []
     doc_path_of = walked_doc_path(root)
@@ -129,6 +131,7 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
     scoped = scope_mod.apply(documents, layout, scope)
     return Catalog(docs_dir=str(root), documents=scoped.documents, errors=errors, excluded=excluded,
                    left_out={**left_out, **scoped.left_out}, left_out_read=sorted(scoped.left_out),
+                   left_out_refs=[d for d in documents if d.doc_path in scoped.left_out],
                    default_language=scoped.default_language, languages=dict(scoped.languages.most_common()))
 
 

@@ -292,8 +292,13 @@ def check_noop(settings: Settings) -> tuple[IngestSummary | None, FolderLook | N
         # touched files (new mtime, same content): remember how they look now, and let the next
         # check answer from stats again
         touched = touched_documents(stored, seen)
-        if touched:
-            stages.refresh_catalog(touched)
+        # pages read and left out (a translation, a draft) that moved but are still out: remembered too
+        left_out_moved = set(stored.left_out_refs) != set(seen.left_out_refs)
+        if touched or left_out_moved:
+            if touched:
+                stages.refresh_catalog(touched)
+            if left_out_moved:
+                stages.write_scope(seen)
             _record_catalog(stages, base, seen)
         return _unchanged(seen.documents, seen.errors, stages), None
     finally:

@@ -84,3 +84,23 @@ def test_translations_on_request_carry_their_language(site, monkeypatch):
     monkeypatch.setenv("RAG_LANGUAGES", "default")
     summary = ingest()
     assert summary.documents_deleted == 3 and summary.left_out["translation"] == 3
+
+
+def test_a_folder_with_translations_still_answers_a_noop_from_stats_alone(site, monkeypatch):
+    """The pages read and left out are remembered with their stats: the next look reads none of them."""
+    from rag_assets.ingest import discovery
+
+    ingest()
+    settings = Settings.from_env()
+    assert StageStore.for_settings(settings).read_catalog().left_out_read == sorted(["upcoming.md", *SPANISH])
+    opened = []
+    real = discovery._fingerprint
+    monkeypatch.setattr(discovery, "_fingerprint", lambda *a, **k: opened.append(a[1]) or real(*a, **k))
+    noop = quick_noop(settings)
+    assert noop is not None and noop.left_out == {"translation": 3, "draft": 1, "ragignore": 1} and opened == []
+    (site / "es" / "rate-limits.md").write_text((site / "es" / "rate-limits.md").read_text() + "\nMás.\n")
+    again = quick_noop(settings)  # a translation moved: read to decide, still left out, nothing to do
+    assert again is not None and again.left_out["translation"] == 3 and opened == ["es/rate-limits.md"]
+    assert quick_noop(settings) is not None and opened == ["es/rate-limits.md"]  # its new stat remembered
+    (site / "upcoming.md").write_text("# Upcoming\n\nAnnounced today.\n")
+    assert quick_noop(settings) is None  # a draft no more: an ingest has work
