@@ -349,6 +349,9 @@ def _look_at_moved(settings: Settings, stages: StageStore, looked: StatLook, dig
 
 def _unchanged(documents, errors, stages: StageStore) -> IngestSummary:
     scope = stages.read_scope() or {}  # nothing moved: what the last look left out still is
+    # a stat-level look's files include the pages read and left out (a translation, a draft): not documents
+    read_out = {r.get("doc_path") for r in scope.get("read") or []}
+    documents = [d for d in documents if (d[0] if isinstance(d, tuple) else d.doc_path) not in read_out]
     return IngestSummary(
         left_out=dict(scope.get("left_out") or {}),
         default_language=str(scope.get("default_language") or ""),

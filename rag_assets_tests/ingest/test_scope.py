@@ -98,6 +98,7 @@ def test_a_folder_with_translations_still_answers_a_noop_from_stats_alone(site, 
     monkeypatch.setattr(discovery, "_fingerprint", lambda *a, **k: opened.append(a[1]) or real(*a, **k))
     noop = quick_noop(settings)
     assert noop is not None and noop.left_out == {"translation": 3, "draft": 1, "ragignore": 1} and opened == []
+    assert (noop.documents_discovered, noop.documents_unchanged) == (3, 3)  # the pages left out are not documents
     (site / "es" / "rate-limits.md").write_text((site / "es" / "rate-limits.md").read_text() + "\nMás.\n")
     again = quick_noop(settings)  # a translation moved: read to decide, still left out, nothing to do
     assert again is not None and again.left_out["translation"] == 3 and opened == ["es/rate-limits.md"]
