@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rag_assets.errors import ConfigurationError
-from rag_assets.ingest.languages import language_code
-from rag_assets.ingest.scope import parse_languages, split_list
+from rag_assets.vocabulary.languages import language_code, parse_languages, split_list
 from rag_assets.retrieval.modes import FusionMethod, RetrievalMode
 
 LOCAL_EMBEDDER = "local"

@@ -29,47 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from rag_assets.ingest.site_rules import Site
+from rag_assets.vocabulary.languages import (  # noqa: F401 - the codes' rules, shared by every layer
+    ISO_639_1, UNDETERMINED, language_code, normalise, primary, same_language,
+)
 
-# ISO 639-1: a folder or suffix is a language only when its first part is one of these
-ISO_639_1 = frozenset("""
-aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz ee el en
-eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka
-kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl
-nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw
-ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu""".split())
-_CODE = re.compile(r"^([a-z]{2})(?:[-_]([A-Za-z]{2}|[A-Za-z]{4}|\d{3}))?$", re.IGNORECASE)
 _SUFFIX = re.compile(r"^(?P<stem>.+)\.(?P<code>[a-zA-Z]{2}(?:[-_][A-Za-z]{2,4})?)\.(?:md|mdx)$", re.IGNORECASE)
 MIN_MIRRORED = 2  # pages a locale folder must share with the tree beside it
 MIRROR_SHARE = 0.5
-UNDETERMINED = "und"
-
-
-def language_code(name: str) -> str | None:
-    """A folder or suffix name as a language code (``pt_BR`` -> ``pt-BR``), or None when it is not one."""
-    match = _CODE.match(name or "")
-    if not match or match.group(1).lower() not in ISO_639_1:
-        return None
-    region = match.group(2)
-    if region is None:
-        return match.group(1).lower()
-    region = region.upper() if len(region) == 2 else region.title()
-    return f"{match.group(1).lower()}-{region}"
-
-
-def primary(code: str) -> str:
-    """The language part of a code: ``pt-BR`` -> ``pt``."""
-    return (code or "").replace("_", "-").split("-", 1)[0].lower()
-
-
-def same_language(a: str, b: str) -> bool:
-    return bool(a) and bool(b) and primary(a) == primary(b)
-
-
-def normalise(code) -> str:
-    """A declared language (frontmatter, config) as a code; "" when it is not one."""
-    if not isinstance(code, str):
-        return ""
-    return language_code(code.strip()) or ""
 
 
 @dataclass

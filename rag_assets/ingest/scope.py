@@ -20,12 +20,11 @@ from typing import Sequence
 
 from rag_assets.ingest import languages
 from rag_assets.models import DocumentRef
+from rag_assets.vocabulary.languages import ALL_LANGUAGES, DEFAULT_LANGUAGE, parse_languages, split_list  # noqa: F401
 
 FACTS_VERSION = "v1"
 DEFAULT_SKIP_KEYS = ("draft", "noindex", "hidden")
 TRANSLATION = "translation"
-ALL_LANGUAGES = "all"
-DEFAULT_LANGUAGE = "default"
 # frontmatter keys whose truth a page's facts record (a setting may name any of them)
 _MAX_FLAGS = 20
 
@@ -60,25 +59,6 @@ class ScopeSettings:
 
     def keeps(self, doc_path: str) -> bool:
         return any(doc_path == k or doc_path.startswith(k.rstrip("/") + "/") for k in self.keep)
-
-
-def split_list(raw: str | None, sep: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (raw or "").split(sep) if v.strip())
-
-
-def parse_languages(raw: str | None) -> tuple[str, ...]:
-    """RAG_LANGUAGES / --languages: "default", "all", or codes ("en,es"). Raises ValueError."""
-    values = split_list((raw or DEFAULT_LANGUAGE).replace(" ", ","), ",")
-    lowered = [v.lower() for v in values]
-    if lowered in ([DEFAULT_LANGUAGE], [ALL_LANGUAGES]):
-        return (lowered[0],)
-    codes = []
-    for value in values:
-        code = languages.language_code(value)
-        if code is None:
-            raise ValueError(f"{value!r} is not a language code (give 'default', 'all' or codes such as en,es,pt-BR)")
-        codes.append(code)
-    return tuple(codes) or (DEFAULT_LANGUAGE,)
 
 
 # ----------------------------------------------------------------------------------------------
