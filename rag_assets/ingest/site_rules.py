@@ -143,7 +143,7 @@ def find_sites(root: Path) -> list[Site]:
 def _site_at(directory: Path, rel: str, entries: dict) -> Site | None:
     names = set(entries)
     if "docs.json" in names or "mint.json" in names:
-        config = _read_json(directory / ("docs.json" if "docs.json" in names else "mint.json"))
+        config = _read_config(directory / ("docs.json" if "docs.json" in names else "mint.json"))
         return Site("mintlify", rel, (rel,), config)
     if any(n.startswith("docusaurus.config.") for n in names):
         return Site("docusaurus", rel, (rel,))
@@ -168,14 +168,6 @@ def _site_at(directory: Path, rel: str, entries: dict) -> Site | None:
     return None
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 class _AnyTagLoader(yaml.SafeLoader):
     """mkdocs.yml uses tags such as !!python/name:… and !ENV: read them as plain values, run nothing."""
 
@@ -192,12 +184,15 @@ def _read_yaml(path: Path) -> dict:
 
 
 def _read_config(path: Path) -> dict:
-    if path.suffix == ".toml":
-        try:
-            return tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            return {}
-    return _read_json(path) if path.suffix == ".json" else _read_yaml(path)
+    """A generator's JSON, TOML or YAML configuration as a mapping ({} when it cannot be read as one)."""
+    if path.suffix not in (".toml", ".json"):
+        return _read_yaml(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError):  # TOMLDecodeError and JSONDecodeError are ValueErrors
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _mintlify_hidden(config: dict) -> set[str]:
