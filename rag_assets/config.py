@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Mapping
 
+import pathspec
+
 from rag_assets.errors import ConfigurationError
 from rag_assets.vocabulary.languages import language_code, parse_languages, split_list
 from rag_assets.retrieval.modes import FusionMethod, RetrievalMode
@@ -273,8 +275,13 @@ class Settings:
                                      f"{self.default_language!r}")
         for name in ("include", "exclude"):
             for glob in split_list(getattr(self, name), ";"):
-                if "\n" in glob or glob.startswith("#"):
-                    raise ConfigurationError(f"{ENV_VARS[name]}: {glob!r} is not a glob (separate globs with ';')")
+                try:
+                    if "\n" in glob or glob.startswith("#"):
+                        raise ValueError
+                    pathspec.GitIgnoreSpec.from_lines([glob])
+                except ValueError:  # pathspec's GitIgnorePatternError is one
+                    raise ConfigurationError(f"{ENV_VARS[name]}: {glob!r} is not a glob in gitignore syntax "
+                                             "(separate globs with ';')") from None
         if self.embedder not in (LOCAL_EMBEDDER, OPENAI_EMBEDDER):
             raise ConfigurationError(
                 f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {self.embedder!r}"

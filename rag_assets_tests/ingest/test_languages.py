@@ -141,6 +141,8 @@ def test_scope_settings_are_validated_by_name():
         Settings.from_env({"RAG_DEFAULT_LANGUAGE": "spanish"})
     with pytest.raises(ConfigurationError, match="RAG_IGNORE_FILES"):
         Settings.from_env({"RAG_IGNORE_FILES": "maybe"})
+    with pytest.raises(ConfigurationError, match=r"RAG_EXCLUDE: '\\\\' is not a glob"):
+        Settings.from_env({"RAG_EXCLUDE": "drafts/;\\"})
     settings = Settings.from_env({"RAG_LANGUAGES": "EN, es", "RAG_EXCLUDE": "blog/**;*.draft.md"})
     scope = ScopeSettings.from_settings(settings)
     assert scope.languages == ("en", "es") and scope.exclude == ("blog/**", "*.draft.md")
