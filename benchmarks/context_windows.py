@@ -55,10 +55,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 
 class Sections:
-    """The index's chunks grouped by section (the product's own grouping: KeywordIndex.section_rows)."""
+    """The index's chunks grouped by section (the product's own grouping: SearchSnapshot.section_rows)."""
 
     def __init__(self, retriever):
-        self.keyword = retriever.keyword
+        self.keyword = retriever.snapshot
         self.texts = {cid: text for cid, text, _ in retriever.store.iter_all()}
         self.keyword.ensure_current()
 

@@ -87,7 +87,7 @@ def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = F
         start = time.perf_counter()
         built = build_index(corpus.docs, settings, embedder=retriever.embedder, cache=cache)
         built["seconds"] = round(time.perf_counter() - start, 1)
-    retriever.keyword.ensure_current()
+    retriever.snapshot.ensure_current()
     return retriever, built
 
 

@@ -31,7 +31,7 @@ PROBE = ("fastapi", "How do I serve images and CSS files?", "tutorial/static-fil
 
 
 def page_summary(doc, blocks, words: int, lead: str) -> str:
-    from rag_assets.ingest.markup import indexable_text
+    from rag_assets.vocabulary.markup import indexable_text
     from rag_assets.models import BlockType
 
     text = doc.description or ""
@@ -46,7 +46,7 @@ def page_summary(doc, blocks, words: int, lead: str) -> str:
 
 
 def with_summary(index_text: str, summary: str, chunk_text: str) -> str:
-    from rag_assets.ingest.markup import indexable_text
+    from rag_assets.vocabulary.markup import indexable_text
 
     if not summary or summary in " ".join(indexable_text(chunk_text).split()):
         return index_text
@@ -57,7 +57,7 @@ def with_summary(index_text: str, summary: str, chunk_text: str) -> str:
 def patch(words: int, lead: str, bm25: bool) -> None:
     """Chunking (and with bm25 the keyword text) as the variant has it, in this process."""
     import rag_assets.ingest.folder_index as folder_index
-    import rag_assets.index.keyword as keyword
+    import rag_assets.retrieval.snapshot as keyword
 
     chunk_document = folder_index.chunk_document
 

@@ -50,9 +50,9 @@ class Prepared:
     def __init__(self, corpus: LabCorpus, workdir: Path):
         import bm25s
 
-        from rag_assets.ingest.chunking import build_index_text
+        from rag_assets.vocabulary.index_text import build_index_text
         from rag_assets.evaluation.matching import SECTION, entry_matches, expected_for_level, normalize_heading
-        from rag_assets.index.keyword import chunk_headings_text, chunk_index_text, tokenize
+        from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, tokenize
 
         c = corpus
         meta = [{"title": r.title, "heading_breadcrumb": r.heading_breadcrumb} for r in c.rows]

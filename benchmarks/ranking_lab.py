@@ -4,7 +4,7 @@ in seconds, without touching the embedder or Chroma again.
 `load(name)` collects, once per corpus index generation, what any ranking rule can use: the chunk
 table (ids, doc_path, section, breadcrumb, title, text), the stored embeddings, and per eval question
 its embedding, the exact cosine with every chunk and the BM25 score of every chunk (the production
-KeywordIndex). It is cached as ``<workdir>/<name>/lab-<generation>.npz`` + ``.json``.
+SearchSnapshot). It is cached as ``<workdir>/<name>/lab-<generation>.npz`` + ``.json``.
 
 A *ranker* is ``rank(corpus, qi) -> list[int]`` (chunk rows, best first); `score(corpus, ranker)`
 runs it on every question and scores the first 10 with the project's evaluation (section R@3, R@5,
@@ -59,10 +59,10 @@ class LabCorpus:
 
 def load(name: str, workdir: Path = DEFAULT_WORKDIR) -> LabCorpus:
     from rag_assets.evaluation import load_eval_set
-    from rag_assets.index.keyword import tokenize
+    from rag_assets.retrieval.terms import tokenize
 
     retriever, _ = open_corpus(name, workdir)
-    kw = retriever.keyword
+    kw = retriever.snapshot
     kw.ensure_current()
     generation = kw.meta["generation"]
     base = Path(workdir) / name / f"lab-{generation[:16]}"

@@ -21,7 +21,7 @@ embedding, Chroma query with and without documents, BM25 search, the contexts of
 where the time goes.
 
 Keyword index memory is measured in a fresh subprocess per size: RSS before and after
-``KeywordIndex.ensure_current()`` loads the persisted build (bm25s arrays + ids; the stored embeddings
+``SearchSnapshot.ensure_current()`` loads the persisted build (bm25s arrays + ids; the stored embeddings
 are memory-mapped, so they are counted only as pages are touched), the build's own time and peak RSS
 (a first subprocess that builds), and the size on disk of the build folder.
 
@@ -170,14 +170,14 @@ sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
 from retrieval_latency import _settings, _store, rss_mb
 from pathlib import Path
 from rag_assets.embedding import load_embedder
-from rag_assets.index.keyword import KeywordIndex
+from rag_assets.retrieval.snapshot import SearchSnapshot
 settings = _settings(Path({workdir!r}), {name!r})
 embedder = load_embedder(settings)
 store = _store(settings, embedder)
 store.count()
 import bm25s, numpy  # imported before the baseline so the delta is the index, not the libraries
 before = rss_mb()
-kw = KeywordIndex(store, settings.state_dir, settings.collection)
+kw = SearchSnapshot(store, settings.state_dir, settings.collection)
 start = time.perf_counter()
 kw.ensure_current()
 seconds = time.perf_counter() - start
@@ -236,7 +236,7 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
     settings = _settings(workdir, name, **({} if context_tokens is None else {"context_tokens": context_tokens}))
     store = _store(settings, embedder)
     retriever = Retriever(embedder, store, settings)
-    retriever.keyword.ensure_current()
+    retriever.snapshot.ensure_current()
     modes = ("vector", "keyword", "hybrid")
     depth = max(50, 5 * TOP_K)
     for q in questions[:warmup]:  # warm Chroma's HNSW segment and the BM25 arrays, not timed
@@ -262,7 +262,7 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
         t2 = time.perf_counter()
         store._collection.query(query_embeddings=[vec], n_results=depth, include=["distances"])
         t3 = time.perf_counter()
-        retriever.keyword.search(q, depth)
+        retriever.snapshot.search(q, depth)
         t4 = time.perf_counter()
         # each result's context (RAG_CONTEXT_TOKENS, or 400 when it is 0 for this run): hybrid's top 5
         results = retriever.search(q, "hybrid", TOP_K, context_tokens=0)

@@ -61,15 +61,15 @@ class Scorer:
 
     def keyword_index(self, name: str, repeats: int):
         """The corpus's keyword index with ``repeats`` header repeats, in a folder of its own."""
-        from rag_assets.index.keyword import KeywordIndex
+        from rag_assets.retrieval.snapshot import SearchSnapshot
 
         base = self.base[name]
         if repeats == base.settings.keyword_heading_repeats:
-            return base.keyword
+            return base.snapshot
         if (name, repeats) not in self.keyword:
             s = base.settings
-            index = KeywordIndex(base.store, s.state_dir, f"{s.collection}-header-repeats-{repeats}",
-                                 state=base.keyword.state, heading_repeats=repeats)
+            index = SearchSnapshot(base.store, s.state_dir, f"{s.collection}-header-repeats-{repeats}",
+                                 state=base.snapshot.state, heading_repeats=repeats)
             index.ensure_current()
             self.keyword[(name, repeats)] = index
         return self.keyword[(name, repeats)]

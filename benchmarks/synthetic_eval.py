@@ -79,7 +79,8 @@ def order(scores: dict[str, float]) -> str:
 
 def synthetic_questions(name: str, workdir: Path, style: str, size: int = 100, seed: int = 0):
     from rag_assets.config import Settings
-    from rag_assets.evaluation.synthetic import build_synthetic_set, folder_documents
+    from rag_assets.evaluation.synthetic.build import build_synthetic_set
+    from rag_assets.evaluation.synthetic.folder import folder_documents
 
     corpus = DEV_CORPORA[name]
     settings = Settings.from_env({}, docs_dir=corpus.docs, cache_dir=workdir / "cache")

@@ -18,7 +18,7 @@ import pathspec
 
 from rag_assets.errors import ConfigurationError
 from rag_assets.vocabulary.languages import language_code, parse_languages, split_list
-from rag_assets.retrieval.modes import FusionMethod, RetrievalMode
+from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode
 
 LOCAL_EMBEDDER = "local"
 OPENAI_EMBEDDER = "openai"
@@ -161,7 +161,7 @@ class Settings:
     eval_check_severity: str = "WARN"  # WARN | ERROR
     # extra labelled corpora scored on side indexes: "name=folder;name2=folder2" (rag_assets/evaluation/corpora.py)
     eval_corpora: str = ""
-    # synthetic eval sets, generated from the documents (rag_assets/evaluation/synthetic.py): "auto" = for an
+    # synthetic eval sets, generated from the documents (rag_assets/evaluation/synthetic/): "auto" = for an
     # index or corpus with no labelled set, "always" = also next to labelled sets, "off" = never
     eval_synthetic: str = "auto"
     eval_synthetic_questions: int = 100

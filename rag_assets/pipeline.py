@@ -53,7 +53,7 @@ from rag_assets.errors import DimensionMismatchError, RetrievalTimeoutError, Vec
 from rag_assets.index.generation import current_generation
 from rag_assets.models import IngestionResult
 from rag_assets.retrieval.query_cache import GenerationCache
-from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
+from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
 from rag_assets.retrieval.filters import Filters
 from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_query

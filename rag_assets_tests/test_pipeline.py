@@ -196,8 +196,8 @@ def test_retrieval_timeout_raises_its_own_error(built):
     from rag_assets.errors import RetrievalTimeoutError
 
     slow = RAGPipeline.from_settings(dataclasses.replace(built[1], retrieve_timeout_seconds=0.001))
-    slow.retriever.keyword._generation = "stale"  # the first query rebuilds the keyword index: slower than 1 ms
-    slow.retriever.keyword._bm25 = None
+    slow.retriever.snapshot._generation = "stale"  # the first query rebuilds the keyword index: slower than 1 ms
+    slow.retriever.snapshot._bm25 = None
     with pytest.raises(RetrievalTimeoutError, match="RAG_RETRIEVE_TIMEOUT_SECONDS"):
         slow.retrieve(RetrieveRequest("How do I stream responses?", mode="hybrid"))
     assert isinstance(RetrievalTimeoutError("x"), TimeoutError)

@@ -1,6 +1,6 @@
 """Answers with citations: retrieve (hybrid, thresholded), then ask an OpenAI-compatible chat model.
 
-    from rag_assets.answer.service import answer_question
+    from rag_assets.answering import answer_question
     result = answer_question("How do I stream responses?", max_sources=5)
     print(result.answer)                     # "... server-sent events [Source 1]."
     result.sources[0].doc_path               # what [Source 1] refers to

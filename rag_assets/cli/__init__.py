@@ -1,1 +1,2 @@
-"""The `rag` command line (main.py) and its terminal progress bars."""
+"""The `rag` command line: main.py (the parser and the dispatch), one module per command, and its
+terminal progress bars."""

@@ -108,6 +108,11 @@ def corpus_rows() -> list[dict]:
     return rows
 
 
+def add_parser(sub) -> None:
+    p = sub.add_parser("corpora", help="list the corpora: documents, chunks, last ingest and last evaluation")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def run_corpora(args) -> int:
     import json
 

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rag_assets.retrieval.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode
 
 LEVEL = 0.95
 RESAMPLES = 2000

@@ -11,7 +11,7 @@ A retrieved chunk satisfies an expected entry when every key the entry gives hol
 
 :func:`normalize` strips the markdown emphasis/code markers ``*``, ``_`` and `````, collapses runs
 of whitespace to one space, trims, and casefolds; :func:`normalize_heading` first drops a trailing
-heading attribute (``{ #id }``, ``{: #id .class }``: rag_assets.ingest.markup).
+heading attribute (``{ #id }``, ``{: #id .class }``: rag_assets.vocabulary.markup).
 
 Metrics are computed over distinct *units*, not chunks (several chunks of one section must not be
 counted as several hits):
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, Sequence
 
 from rag_assets.evaluation.evalset import EvalQuestion, ExpectedSource, normalize_doc_path
-from rag_assets.ingest.markup import strip_heading_attributes
+from rag_assets.vocabulary.markup import strip_heading_attributes
 
 SECTION = "section"
 DOCUMENT = "document"

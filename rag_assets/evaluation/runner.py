@@ -37,7 +37,7 @@ from rag_assets.evaluation.matching import (
     rank_units,
     unresolved_labels,
 )
-from rag_assets.retrieval.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode
 from rag_assets.evaluation.metrics import KS, RANK_CUTOFF, mean_metrics, metric_names, question_metrics
 
 SearchFn = Callable[[str, str, int], Sequence[ChunkLike]]
@@ -278,83 +278,21 @@ def evaluate_retrieval(
 
     for mode in modes:
         for q in questions:
-            error = None
-            started = time.perf_counter()
-            try:
-                filters = q.metadata.get("filters")  # a line may carry its own (retrieval.filters)
-                found = search(q.question, mode, top_k, filters) if filters else search(q.question, mode, top_k)
-                results = list(found)[:top_k]
-            except Exception as exc:  # one failing question must not stop the run
-                results, error = [], f"{type(exc).__name__}: {exc}"
-            latency_ms = (time.perf_counter() - started) * 1000.0
-            row: dict[str, Any] = {
-                "question_id": q.id,
-                "question": q.question,
-                "mode": mode,
-                "n_results": len(results),
-                # diversity next to recall: how many pages the first 10 results come from
-                DISTINCT_PAGES: len({r.doc_path for r in results[:RANK_CUTOFF]}),
-                CONTEXT_TOKENS: _mean(_context_sizes(results)),
-                "latency_ms": latency_ms,
-                "error": error,
-            }
+            row, results, sections = _question_row(q, mode, search, top_k, ks)
             context_sizes[mode].extend(_context_sizes(results))
-            units = {}
-            for level in LEVELS:
-                units[level] = rank_units(results, q.expected, level, top_k)
-                n_expected = len(expected_for_level(q.expected, level))
-                scores = question_metrics([u.satisfies for u in units[level]], n_expected, ks)
-                row.update({f"{level}.{k}": v for k, v in scores.items()})
-            entries = expected_for_level(q.expected, SECTION)
-            found = set().union(*(u.satisfies for u in units[SECTION])) if units[SECTION] else set()
-            row["expected_units"] = [entry_id(e) or e.describe() for e in entries]
-            row["retrieved_units"] = [u.id for u in units[SECTION][:TOP_UNITS_SHOWN]]
-            row["retrieved_docs"] = [u.id for u in units[DOCUMENT][:TOP_UNITS_SHOWN]]
-            row["missed"] = [entry_id(e) or e.describe() for i, e in enumerate(entries) if i not in found]
             rows.append(row)
             if ragas:
                 response = answer_fn(q.question, results) if answer_fn is not None else None
                 samples_by_mode[mode].append(
-                    ragas_scores.build_sample(q, units[SECTION], [matched_text(r) for r in results], response)
+                    ragas_scores.build_sample(q, sections, [matched_text(r) for r in results], response)
                 )
 
-    ragas_means: dict[str, dict[str, float]] = {m: {} for m in modes}
-    skipped: dict[str, str] = {}
-    ragas_seconds: dict[str, float] = {}
     if ragas:
-        per_mode_rows = {m: [r for r in rows if r["mode"] == m] for m in modes}
-        for mode in modes:
-            try:
-                result = ragas_scores.score_samples(samples_by_mode[mode], llm_config=llm_config)
-            except ImportError as exc:
-                for name in ragas_scores.OFFLINE_METRICS + ragas_scores.LLM_METRICS:
-                    skipped.setdefault(name, f"ragas unavailable: {exc}")
-                continue
-            ragas_means[mode] = result.scores
-            ragas_seconds[mode] = result.elapsed_s
-            for name, reason in result.skipped.items():
-                skipped.setdefault(name, reason)
-            for row, extra in zip(per_mode_rows[mode], result.per_sample):
-                row.update({f"ragas.{k}": v for k, v in extra.items()})
+        ragas_means, skipped, ragas_seconds = _ragas_scores(rows, samples_by_mode, modes, llm_config)
     else:
-        skipped["ragas"] = "disabled (ragas=False)"
-
+        ragas_means, skipped, ragas_seconds = {m: {} for m in modes}, {"ragas": "disabled (ragas=False)"}, {}
     frame = pd.DataFrame(rows)
-    metrics: dict[str, dict[str, float]] = {}
-    score_columns = [f"{lv}.{n}" for lv in LEVELS for n in metric_names(ks)]
-    for mode in modes:
-        mode_rows = [r for r in rows if r["mode"] == mode]
-        means = mean_metrics({c: r[c] for c in score_columns} for r in mode_rows)
-        latencies = [r["latency_ms"] for r in mode_rows]
-        means["latency_ms.mean"] = _mean(latencies)
-        means["latency_ms.p50"] = _percentile(latencies, 50)
-        means["latency_ms.p95"] = _percentile(latencies, 95)
-        means[DISTINCT_PAGES] = statistics.fmean(r[DISTINCT_PAGES] for r in mode_rows) if mode_rows else math.nan
-        sized = context_sizes[mode]
-        means[CONTEXT_MEAN] = _mean(sized)
-        means["questions"] = float(len(mode_rows))
-        means["search_errors"] = float(sum(1 for r in mode_rows if r["error"]))
-        metrics[mode] = means
+    metrics = {mode: _mode_means([r for r in rows if r["mode"] == mode], context_sizes[mode], ks) for mode in modes}
     intervals, differences = _confidence(frame, modes, ks)
     return EvaluationReport(
         modes=modes,
@@ -369,6 +307,83 @@ def evaluate_retrieval(
         intervals=intervals,
         differences=differences,
     )
+
+
+def _question_row(q: EvalQuestion, mode: str, search: SearchFn, top_k: int, ks: Sequence[int]):
+    """One question searched in one mode and scored: (its row, the results, the ranked section units)."""
+    error = None
+    started = time.perf_counter()
+    try:
+        filters = q.metadata.get("filters")  # a line may carry its own (retrieval.filters)
+        found = search(q.question, mode, top_k, filters) if filters else search(q.question, mode, top_k)
+        results = list(found)[:top_k]
+    except Exception as exc:  # one failing question must not stop the run
+        results, error = [], f"{type(exc).__name__}: {exc}"
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    row: dict[str, Any] = {
+        "question_id": q.id,
+        "question": q.question,
+        "mode": mode,
+        "n_results": len(results),
+        # diversity next to recall: how many pages the first 10 results come from
+        DISTINCT_PAGES: len({r.doc_path for r in results[:RANK_CUTOFF]}),
+        CONTEXT_TOKENS: _mean(_context_sizes(results)),
+        "latency_ms": latency_ms,
+        "error": error,
+    }
+    units = {}
+    for level in LEVELS:
+        units[level] = rank_units(results, q.expected, level, top_k)
+        n_expected = len(expected_for_level(q.expected, level))
+        scores = question_metrics([u.satisfies for u in units[level]], n_expected, ks)
+        row.update({f"{level}.{k}": v for k, v in scores.items()})
+    entries = expected_for_level(q.expected, SECTION)
+    found = set().union(*(u.satisfies for u in units[SECTION])) if units[SECTION] else set()
+    row["expected_units"] = [entry_id(e) or e.describe() for e in entries]
+    row["retrieved_units"] = [u.id for u in units[SECTION][:TOP_UNITS_SHOWN]]
+    row["retrieved_docs"] = [u.id for u in units[DOCUMENT][:TOP_UNITS_SHOWN]]
+    row["missed"] = [entry_id(e) or e.describe() for i, e in enumerate(entries) if i not in found]
+    return row, results, units[SECTION]
+
+
+def _ragas_scores(rows: list[dict[str, Any]], samples_by_mode: dict[str, list], modes: Sequence[str], llm_config):
+    """The ragas metrics of each mode's samples, written into its rows: (means by mode, skipped
+    metrics with their reasons, seconds by mode)."""
+    from rag_assets.evaluation import ragas_scores
+
+    ragas_means: dict[str, dict[str, float]] = {m: {} for m in modes}
+    skipped: dict[str, str] = {}
+    ragas_seconds: dict[str, float] = {}
+    per_mode_rows = {m: [r for r in rows if r["mode"] == m] for m in modes}
+    for mode in modes:
+        try:
+            result = ragas_scores.score_samples(samples_by_mode[mode], llm_config=llm_config)
+        except ImportError as exc:
+            for name in ragas_scores.OFFLINE_METRICS + ragas_scores.LLM_METRICS:
+                skipped.setdefault(name, f"ragas unavailable: {exc}")
+            continue
+        ragas_means[mode] = result.scores
+        ragas_seconds[mode] = result.elapsed_s
+        for name, reason in result.skipped.items():
+            skipped.setdefault(name, reason)
+        for row, extra in zip(per_mode_rows[mode], result.per_sample):
+            row.update({f"ragas.{k}": v for k, v in extra.items()})
+    return ragas_means, skipped, ragas_seconds
+
+
+def _mode_means(mode_rows: list[dict[str, Any]], sized: list[int], ks: Sequence[int]) -> dict[str, float]:
+    """One mode's means over its questions: every score column, latency, pages, context size, errors."""
+    score_columns = [f"{lv}.{n}" for lv in LEVELS for n in metric_names(ks)]
+    means = mean_metrics({c: r[c] for c in score_columns} for r in mode_rows)
+    latencies = [r["latency_ms"] for r in mode_rows]
+    means["latency_ms.mean"] = _mean(latencies)
+    means["latency_ms.p50"] = _percentile(latencies, 50)
+    means["latency_ms.p95"] = _percentile(latencies, 95)
+    means[DISTINCT_PAGES] = statistics.fmean(r[DISTINCT_PAGES] for r in mode_rows) if mode_rows else math.nan
+    means[CONTEXT_MEAN] = _mean(sized)
+    means["questions"] = float(len(mode_rows))
+    means["search_errors"] = float(sum(1 for r in mode_rows if r["error"]))
+    return means
 
 
 def _confidence(frame: pd.DataFrame, modes: Sequence[str], ks: Sequence[int]):

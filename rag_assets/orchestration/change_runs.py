@@ -2,7 +2,7 @@
 
 Given a cursor (the folder as last seen) and the partitions Dagster knows, `plan_change_runs` looks
 at the folder (rag_assets.ingest.change_detection), keeps only the documents the one staleness rule
-(assets.stale_now) says still need work, and plans the runs: documents runs over partition ranges in
+(fingerprints.stale_now) says still need work, and plans the runs: documents runs over partition ranges in
 slices of RAG_DOCUMENTS_PER_RUN (queued first: a new file is searchable after one run, not two), and
 the catalog run only when files appeared or vanished (it removes vanished documents). The deletion
 guard is applied before the catalog run is asked for: a look that would remove most of the index
@@ -26,7 +26,7 @@ from rag_assets.ingest.change_detection import DEFAULT_SETTLE_SECONDS, detect_ch
 from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.models import Catalog
 
-from .assets import stale_now
+from .fingerprints import stale_now
 from .partition_ranges import QUEUED_MAX_GAP, RangeRun, plan_runs
 
 

@@ -95,7 +95,7 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
         return Corpus.named(name, docs_dir, corpora_dir, **chosen)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        from rag_assets.orchestration.definitions import build_corpus_definitions
+        from rag_assets.orchestration.corpus_definitions import build_corpus_definitions
 
         return build_corpus_definitions(self.corpus(context.path, context.project_root)).definitions()
 
@@ -107,11 +107,13 @@ def component_corpora(project_root: Path = PROJECT_ROOT) -> list[Corpus]:
         return []
     from dagster.components.core.component_tree import ComponentTree
 
+    from rag_assets.orchestration.internals.components import declared_components
+
     tree = ComponentTree.for_project(project_root)
     found = []
-    for loc, decl in tree._component_decl_tree().items():  # noqa: SLF001 - the component's folder is its name
-        if isinstance(decl.component_type, type) and issubclass(decl.component_type, MarkdownCorpus):
-            found.append(tree.load_component(loc).corpus(Path(loc.file_path_posix), project_root))
+    for loc, component_type, folder in declared_components(tree):  # the component's folder is its name
+        if isinstance(component_type, type) and issubclass(component_type, MarkdownCorpus):
+            found.append(tree.load_component(loc).corpus(folder, project_root))
     return found
 
 

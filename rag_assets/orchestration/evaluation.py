@@ -28,7 +28,7 @@ from typing import Any
 import dagster as dg
 
 from rag_assets.index.generation import current_generation
-from rag_assets.retrieval.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode
 
 from rag_assets.corpus import Corpus
 
@@ -81,7 +81,8 @@ def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
     changed documents are read and asked about again. Of the main index, only the documents indexed
     at their current version and in the corpus's default language are asked about (an ingest stopped
     half-way, a page left out of scope, a translation: never scored as if indexed)."""
-    from rag_assets.evaluation.synthetic import build_synthetic_set, folder_documents, synthetic_dir
+    from rag_assets.evaluation.synthetic.build import build_synthetic_set
+    from rag_assets.evaluation.synthetic.folder import folder_documents, synthetic_dir
 
     known = stages = None
     if corpus is None:  # the main index's catalog: files whose stat did not change are not hashed again
@@ -158,7 +159,7 @@ class EvaluationConfig(dg.Config):
 def _synthetic_for_evaluation(context, settings, synthetic_key: dg.AssetKey):
     """The set synthetic_eval_set wrote in this same run, else brought up to date here (when this asset
     runs on its own: only changed documents cost anything)."""
-    from rag_assets.evaluation.synthetic import load_synthetic_set, synthetic_dir
+    from rag_assets.evaluation.synthetic.folder import load_synthetic_set, synthetic_dir
 
     event = context.instance.get_latest_materialization_event(synthetic_key)
     if event is not None and event.run_id == context.run_id:
@@ -196,7 +197,7 @@ def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
     from rag_assets.ingest.folder_index import index_folder
     from rag_assets.index.chroma_store import ChromaStore
 
-    from rag_assets.evaluation.synthetic import synthetic_dir
+    from rag_assets.evaluation.synthetic.folder import synthetic_dir
 
     side = corpus.settings(settings)
     # the main embedding cache: a text embedded for either index is never embedded again
@@ -331,9 +332,14 @@ class EvaluationAssets:
 
 def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> EvaluationAssets:
     """synthetic_eval_set and retrieval_evaluation of one corpus, downstream of its index."""
+    synthetic_eval_set = _synthetic_eval_set_asset(corpus, ingestion)
+    return EvaluationAssets(synthetic_eval_set, _retrieval_evaluation_asset(corpus, ingestion, synthetic_eval_set))
+
+
+def _synthetic_eval_set_asset(corpus: Corpus, ingestion: IngestionAssets) -> dg.AssetsDefinition:
+    """The corpus's synthetic_eval_set, after its document_catalog."""
     names = ingestion.names
     group = names.group(EVALUATION)
-    evaluation_key = names.key("retrieval_evaluation")
 
     @dg.asset(
         deps=[ingestion.document_catalog],
@@ -360,7 +366,14 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
                          f"{len(built.documents_regenerated)} document(s) asked about again, {built.documents_reused} reused")
         return dg.MaterializeResult(metadata=_synthetic_summary(built), data_version=dg.DataVersion(built.version))
 
-    @dg.multi_asset(
+    return synthetic_eval_set
+
+
+def _evaluation_definition(names, group: str, evaluation_key: dg.AssetKey, ingestion: IngestionAssets,
+                           synthetic_eval_set: dg.AssetsDefinition) -> dict:
+    """retrieval_evaluation's multi_asset arguments: its spec (after the index and the synthetic set)
+    and its three checks."""
+    return dict(
         specs=[dg.AssetSpec(
             evaluation_key,
             deps=[ingestion.vector_index, synthetic_eval_set],
@@ -384,6 +397,16 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
         can_subset=True,
         name=names.scoped("retrieval_evaluation"),
     )
+
+
+def _retrieval_evaluation_asset(corpus: Corpus, ingestion: IngestionAssets,
+                                synthetic_eval_set: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """The corpus's retrieval_evaluation (with its three checks), after its vector_index and synthetic set."""
+    names = ingestion.names
+    group = names.group(EVALUATION)
+    evaluation_key = names.key("retrieval_evaluation")
+
+    @dg.multi_asset(**_evaluation_definition(names, group, evaluation_key, ingestion, synthetic_eval_set))
     def retrieval_evaluation(
         context: dg.AssetExecutionContext,
         config: EvaluationConfig,
@@ -393,8 +416,6 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
         """Scores of every mode on the main index (RAG_EVAL_DIR) and on each extra corpus (RAG_EVAL_CORPORA)."""
         # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
         from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
-        from rag_assets.evaluation.evalset import load_eval_sets
-        from rag_assets.evaluation.synthetic import synthetic_dir
 
         settings = embedder.settings(corpus.settings())
         paths = main_eval_sets(settings.eval_dir, config.eval_sets)
@@ -429,37 +450,9 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
         metadata: dict = {"top_k": top_k, GENERATION_KEY: current_generation(settings)}
         checks: list[dg.AssetCheckResult] = []
         if paths:
-            loaded = load_eval_sets(paths)
-            for error in loaded.errors:
-                context.log.warning(f"eval set: {error}")
-            if not loaded.questions:
-                raise dg.Failure("no valid question in " + ", ".join(paths),
-                                 metadata={"errors": [str(e) for e in loaded.errors]})
-            store = vector_store.open(model, settings)
-            scored = _score(loaded.questions, model, store, settings, config.modes, top_k, settings.eval_results_dir,
-                            {"kind": "labelled", "paths": paths})
-            metadata.update(_report_metadata(scored, prefix=""))
-            metadata.update({
-                "questions": len(loaded.questions),
-                "eval_sets": dg.MetadataValue.json(paths),
-                "eval_set_errors": len(loaded.errors),
-                "chunks_in_index": store.count(),
-            })
-            if loaded.errors:
-                metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
-            checks = [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings),
-                      _hybrid_check(scored.report, settings)]
+            checks = _add_labelled_scores(metadata, context, paths, model, vector_store, settings, config.modes, top_k)
         if synthetic is not None and synthetic.questions:
-            store = vector_store.open(model, settings)
-            scored = _score(synthetic.questions, model, store, settings, config.modes, top_k, synthetic_dir(settings),
-                            synthetic.describe())
-            metadata.update(_report_metadata(scored, prefix=SYNTHETIC_PREFIX, synthetic=synthetic))
-            metadata.update({
-                f"{SYNTHETIC_PREFIX}questions": len(synthetic.questions),
-                f"{SYNTHETIC_PREFIX}version": synthetic.version,
-                f"{SYNTHETIC_PREFIX}eval_set": dg.MetadataValue.json(synthetic.describe()),
-            })
-            metadata.setdefault("chunks_in_index", store.count())
+            _add_synthetic_scores(metadata, synthetic, model, vector_store, settings, config.modes, top_k)
         metadata["eval_set_kind"] = "+".join(k for k, on in (("labelled", bool(paths)), (SYNTHETIC, synthetic is not None
                                                                                           and bool(synthetic.questions))) if on)
         for side in corpora:
@@ -471,4 +464,47 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
             if check.check_name in selected:
                 yield check
 
-    return EvaluationAssets(synthetic_eval_set, retrieval_evaluation)
+    return retrieval_evaluation
+
+
+def _add_labelled_scores(metadata: dict, context, paths: list[str], model, vector_store, settings, modes,
+                         top_k: int) -> list[dg.AssetCheckResult]:
+    """Score the labelled eval sets (their numbers into metadata); the checks that ride on them."""
+    from rag_assets.evaluation.evalset import load_eval_sets
+
+    loaded = load_eval_sets(paths)
+    for error in loaded.errors:
+        context.log.warning(f"eval set: {error}")
+    if not loaded.questions:
+        raise dg.Failure("no valid question in " + ", ".join(paths),
+                         metadata={"errors": [str(e) for e in loaded.errors]})
+    store = vector_store.open(model, settings)
+    scored = _score(loaded.questions, model, store, settings, modes, top_k, settings.eval_results_dir,
+                    {"kind": "labelled", "paths": paths})
+    metadata.update(_report_metadata(scored, prefix=""))
+    metadata.update({
+        "questions": len(loaded.questions),
+        "eval_sets": dg.MetadataValue.json(paths),
+        "eval_set_errors": len(loaded.errors),
+        "chunks_in_index": store.count(),
+    })
+    if loaded.errors:
+        metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
+    return [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings),
+            _hybrid_check(scored.report, settings)]
+
+
+def _add_synthetic_scores(metadata: dict, synthetic, model, vector_store, settings, modes, top_k: int) -> None:
+    """Score the synthetic set (its numbers into metadata, prefixed synthetic/; no check rides on them)."""
+    from rag_assets.evaluation.synthetic.folder import synthetic_dir
+
+    store = vector_store.open(model, settings)
+    scored = _score(synthetic.questions, model, store, settings, modes, top_k, synthetic_dir(settings),
+                    synthetic.describe())
+    metadata.update(_report_metadata(scored, prefix=SYNTHETIC_PREFIX, synthetic=synthetic))
+    metadata.update({
+        f"{SYNTHETIC_PREFIX}questions": len(synthetic.questions),
+        f"{SYNTHETIC_PREFIX}version": synthetic.version,
+        f"{SYNTHETIC_PREFIX}eval_set": dg.MetadataValue.json(synthetic.describe()),
+    })
+    metadata.setdefault("chunks_in_index", store.count())

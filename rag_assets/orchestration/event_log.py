@@ -33,22 +33,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import tempfile
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import sqlalchemy as db
-from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, DagsterEventType
-from dagster._core.events.log import EventLogEntry
-from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
-from dagster._core.storage.sql import create_engine
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from dagster._serdes import ConfigurableClassData
+from dagster import DagsterEventType, EventLogEntry
 from dagster.version import __version__ as DAGSTER_VERSION
+
+from .internals.event_log import (alembic_stamped, asset_check_event_types, asset_event_types, dynamic_partitions_table,
+                                  events_table, sqlite_busy_timeout_seconds, sqlite_engine,
+                                  stock_sqlite_event_log_storage)
+
+if TYPE_CHECKING:
+    from .internals.event_log import ConfigurableClassData
 
 # run shards whose engine stays open in one process (a webserver sees many runs; a run sees one)
 _OPEN_SHARDS = 8
@@ -57,6 +57,11 @@ DEFAULT_BATCH_SIZE = "1000"
 _WAL_LIMIT_BYTES = 256 * 1024
 _VERSIONS_TABLE = "rag_dynamic_partitions_versions"
 _RUN_ENDED = {DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE, DagsterEventType.RUN_CANCELED}
+ASSET_EVENTS, ASSET_CHECK_EVENTS = asset_event_types(), asset_check_event_types()
+SqlEventLogStorageTable = events_table()
+SQLITE_BUSY_TIMEOUT_SECONDS = sqlite_busy_timeout_seconds()
+SqliteEventLogStorage = stock_sqlite_event_log_storage()  # Dagster's, extended below
+DYNAMIC_PARTITIONS = dynamic_partitions_table()
 
 
 def enable_event_batching() -> None:
@@ -84,7 +89,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
             if engine is not None:
                 self._engines.move_to_end(shard)
                 return engine
-            engine = create_engine(
+            engine = sqlite_engine(
                 self.conn_string_for_shard(shard),
                 poolclass=db.pool.QueuePool,
                 pool_size=1,
@@ -128,7 +133,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
     def _initdb(self, engine: db.engine.Engine, for_index_shard: bool = False) -> None:
         # the stock method does nothing more to a database with a revision, after loading every
         # migration script to learn the head
-        if not _stamped(engine.url.database):
+        if not alembic_stamped(engine.url.database):
             super()._initdb(engine, for_index_shard)
 
     def _create_from_template(self, shard: str) -> None:
@@ -139,7 +144,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         template = os.path.join(self._base_dir, f".run-shard-template-{DAGSTER_VERSION}.sqlite")
         if not os.path.exists(template):
             made = _scratch_path(self._base_dir)
-            engine = create_engine(f"sqlite:///{made}", poolclass=db.pool.NullPool)
+            engine = sqlite_engine(f"sqlite:///{made}", poolclass=db.pool.NullPool)
             try:
                 super()._initdb(engine)
             finally:
@@ -208,7 +213,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         largest id (a rowid lookup) moves with additions made by any other writer too."""
         self._check_partitions_table()
         with self.index_connection() as conn:
-            last_id = conn.exec_driver_sql("SELECT max(id) FROM dynamic_partitions").scalar()
+            last_id = conn.exec_driver_sql(f"SELECT max(id) FROM {DYNAMIC_PARTITIONS}").scalar()
             try:
                 counter = conn.exec_driver_sql(
                     f"SELECT version FROM {_VERSIONS_TABLE} WHERE partitions_def_name = ?", (partitions_def_name,)
@@ -294,20 +299,6 @@ def _insert_returning_ids(conn, rows: list[dict]) -> list[int]:
     the rows' values took 0.1 s to compile each time)."""
     statement = SqlEventLogStorageTable.insert().returning(SqlEventLogStorageTable.c.id, sort_by_parameter_order=True)
     return [int(r[0]) for r in conn.execute(statement, rows)]
-
-
-def _stamped(path: str | None) -> bool:
-    """Whether a SQLite database carries one alembic revision (a missing file carries none)."""
-    if not path or not os.path.exists(path):
-        return False
-    conn = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
-    try:
-        rows = conn.execute("SELECT version_num FROM alembic_version").fetchall()
-    except sqlite3.Error:  # no such table, or not a database: the stock code decides
-        return False
-    finally:
-        conn.close()
-    return len(rows) == 1 and bool(rows[0][0])
 
 
 def _scratch_path(folder: str) -> str:

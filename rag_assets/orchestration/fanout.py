@@ -59,14 +59,10 @@ def launch_document_runs(
 ) -> list[LaunchedRun]:
     """Run every plan as an `ingest_documents` run, at most `workers` at a time; returns them all
     once each has ended (success, failure, or a dead worker marked failed)."""
-    from dagster._core.workspace.context import WorkspaceProcessContext
-    from dagster._core.workspace.load_target import ModuleTarget
+    from rag_assets.orchestration.internals.workspace import module_workspace
 
-    target = ModuleTarget(module_name="rag_assets", attribute=None, working_directory=str(_PROJECT_ROOT),
-                          location_name=LOCATION)
     pending, running, finished = list(plans), [], []
-    with WorkspaceProcessContext(instance, target, code_server_log_level="WARNING") as process_context:
-        workspace = process_context.create_request_context()
+    with module_workspace(instance, "rag_assets", str(_PROJECT_ROOT), LOCATION) as workspace:
         location = workspace.get_code_location(LOCATION)
         (repository,) = location.get_repositories().values()
         remote_job = repository.get_full_job(job_name)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -49,6 +48,7 @@ from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
 from rag_assets.index.chroma_store import embedded_collection_id
+from rag_assets.orchestration.internals.run_storage import runs_summary, sqlite_runs_db as runs_db_of
 
 TOKEN_KEY = "noop_token"
 BASE_KEY = "noop_base"  # the token's parts but the folder's documents
@@ -59,7 +59,6 @@ DOCUMENTS_DIGEST_KEY = "noop_documents_digest"
 # Past this many files whose stats moved, the whole catalog is read (as cheap, and a catalog run is likely)
 MOVED_AT_MOST = 1_000
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
-_FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 
 
 def dagster_home() -> Path:
@@ -93,31 +92,18 @@ def sqlite_runs_db(home: Path) -> Path | None:
         return None
     if not isinstance(config, dict):
         return None
-    run_storage, storage = config.get("run_storage"), config.get("storage")
-    base = None
-    if isinstance(run_storage, dict) and run_storage.get("class") == "SqliteRunStorage":
-        base = (run_storage.get("config") or {}).get("base_dir")
-    elif isinstance(storage, dict) and set(storage) == {"sqlite"} and isinstance(storage["sqlite"], dict):
-        root = storage["sqlite"].get("base_dir")
-        base = f"{root}/history" if isinstance(root, str) else None
-    return Path(base) / "runs.db" if isinstance(base, str) else None
+    return runs_db_of(config)
 
 
 def run_storage_state(home: Path | None = None) -> RunStorageState | None:
     db = sqlite_runs_db(home or dagster_home())
     if db is None or not db.is_file():
         return None
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            last, unfinished = conn.execute(
-                "SELECT coalesce(max(id), 0), coalesce(sum(status NOT IN (?, ?, ?)), 0) FROM runs", _FINISHED
-            ).fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
+    summary = runs_summary(db)
+    if summary is None:
         return None
-    return RunStorageState(str(db.resolve()), db.stat().st_ino, int(last), int(unfinished))
+    last, unfinished = summary
+    return RunStorageState(str(db.resolve()), db.stat().st_ino, last, unfinished)
 
 
 def noop_base(settings: Settings, runs: RunStorageState, stages: StageStore) -> str | None:

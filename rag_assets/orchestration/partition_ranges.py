@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from rag_assets.orchestration.internals.tags import partition_range_tags
+
 # Dagster's own tags for a single run over a partition range (the UI and `dagster asset
 # materialize --partition-range` write the same two tags).
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+ASSET_PARTITION_RANGE_START_TAG, ASSET_PARTITION_RANGE_END_TAG = partition_range_tags()
 
 MAX_GAP = 5  # unchanged keys a range may carry to avoid starting another run
 # ... for runs that go through the run queue (docs_sensor, `rag watch`): each of those waits for the

@@ -44,10 +44,11 @@ from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
 
-from rag_assets.orchestration.definitions import CORPORA, DEFAULT, CorpusDefinitions, build_corpus_definitions, project_definitions
+from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
+from rag_assets.orchestration.definitions import CORPORA, DEFAULT, project_definitions
 from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
-from .assets import stale_now
+from .fingerprints import stale_now
 from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
@@ -343,30 +344,8 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         all_ran = _run_documents(instance, changed, 1, settings, summary, corpus, report_progress=False)
         failed, pending, vanished = _not_current(instance, settings, stages, todo, corpus)
     if only_doc_paths is None:
-        # every document current now? then the next `rag ingest` can say so without Dagster (noop_check)
-        runs_state = run_storage_state()
-        # The documents not run were current when this ingest began, and it holds the ingest lock
-        # and the store's writer lock: only those it ran are read and checked again (at 100,000
-        # documents a check of all is ~2.5 s, the whole catalog ~0.6 s) unless another run was made
-        # meanwhile (the sensor, the UI).
-        alone = runs_at_start is not None and runs_state is not None and (
-            runs_state.last_run_id - runs_at_start.last_run_id == len(summary.run_ids))
-        ran = {r.doc_path for r in todo}
-        if not todo:
-            now = catalog
-        elif alone and not vanished:
-            fresh = stages.catalog_by_partition_key([r.partition_key for r in todo])
-            now = replace(catalog, documents=[fresh.get(d.partition_key, d) for d in catalog.documents])
-        else:
-            now, partial = stages.read_catalog(), False
-        recheck = [d for d in now.documents if d.doc_path in ran] if alone else now.documents
-        # a refused removal is not "current": the next `rag ingest` must look (and say so) again
-        current = not summary.removal_refused and not failed and not pending and (
-            not todo or not documents_to_run(instance, recheck, stages, corpus))
-        if partial:  # the recorded digests, with the moved documents' as they are now
-            record_moved(settings, stages, look, now.documents, runs_state if current else None)
-        else:
-            record_noop_token(settings, stages, now if current else None, runs_state)
+        _remember_if_current(instance, settings, stages, corpus, catalog, todo, failed, pending, vanished, summary,
+                             runs_at_start, look, partial)
     failures = stages.failures([r.doc_path for r in failed]) if failed else {}
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     summary.errors += [{"doc_path": r.doc_path, "error": (
@@ -378,6 +357,37 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     summary.documents_processed = len(todo) - vanished - len(failed) - len(pending)
     summary.documents_failed = len(catalog.errors if only_doc_paths is None else []) + len(failed) + len(pending)
     return summary
+
+
+def _remember_if_current(instance, settings, stages: StageStore, corpus: CorpusDefinitions, catalog, todo, failed,
+                         pending, vanished: int, summary: IngestSummary, runs_at_start, look: FolderLook | None,
+                         partial: bool) -> None:
+    """After a whole-folder ingest: record the no-op token when every document is current now, so the
+    next `rag ingest` can say so without Dagster (noop_check); with a moved-only look, the digests of
+    the documents that moved."""
+    runs_state = run_storage_state()
+    # The documents not run were current when this ingest began, and it holds the ingest lock
+    # and the store's writer lock: only those it ran are read and checked again (at 100,000
+    # documents a check of all is ~2.5 s, the whole catalog ~0.6 s) unless another run was made
+    # meanwhile (the sensor, the UI).
+    alone = runs_at_start is not None and runs_state is not None and (
+        runs_state.last_run_id - runs_at_start.last_run_id == len(summary.run_ids))
+    ran = {r.doc_path for r in todo}
+    if not todo:
+        now = catalog
+    elif alone and not vanished:
+        fresh = stages.catalog_by_partition_key([r.partition_key for r in todo])
+        now = replace(catalog, documents=[fresh.get(d.partition_key, d) for d in catalog.documents])
+    else:
+        now, partial = stages.read_catalog(), False
+    recheck = [d for d in now.documents if d.doc_path in ran] if alone else now.documents
+    # a refused removal is not "current": the next `rag ingest` must look (and say so) again
+    current = not summary.removal_refused and not failed and not pending and (
+        not todo or not documents_to_run(instance, recheck, stages, corpus))
+    if partial:  # the recorded digests, with the moved documents' as they are now
+        record_moved(settings, stages, look, now.documents, runs_state if current else None)
+    else:
+        record_noop_token(settings, stages, now if current else None, runs_state)
 
 
 def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings, summary: IngestSummary,

@@ -16,7 +16,8 @@ from rag_assets.index.stage_store import StageStore
 
 from rag_assets.corpus import Corpus
 
-from .assets import IngestionAssets, stale_now
+from .assets import IngestionAssets
+from .fingerprints import stale_now
 from .evaluation import EvaluationAssets
 from .partition_ranges import plan_runs
 from .sensors import EVALUATION_RUN_TAGS, INDEX_RUN_TAGS

@@ -25,13 +25,16 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from dagster._core.launcher.base import (
-    CheckRunHealthResult,
-    LaunchRunContext,
-    RunLauncher,
-    WorkerStatus,
-)
-from dagster._serdes import ConfigurableClass, ConfigurableClassData, serialize_value
+from typing import TYPE_CHECKING
+
+from dagster import serialize_value
+
+from .internals.run_launcher import run_launcher_bases, worker_health
+
+if TYPE_CHECKING:
+    from .internals.run_launcher import CheckRunHealthResult, ConfigurableClassData, LaunchRunContext
+
+RunLauncher, ConfigurableClass = run_launcher_bases()
 
 PID_TAG = "rag/worker_pid"
 HOST_TAG = "rag/worker_host"
@@ -142,12 +145,12 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
     def check_run_worker_health(self, run) -> CheckRunHealthResult:
         pid = self._pid(run.run_id)
         if pid is None:
-            return CheckRunHealthResult(WorkerStatus.UNKNOWN, "no worker on this host")
+            return worker_health("UNKNOWN", "no worker on this host")
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return CheckRunHealthResult(WorkerStatus.FAILED, f"worker {pid} is gone")
-        return CheckRunHealthResult(WorkerStatus.RUNNING)
+            return worker_health("FAILED", f"worker {pid} is gone")
+        return worker_health("RUNNING")
 
     def dispose(self) -> None:
         with self._lock:

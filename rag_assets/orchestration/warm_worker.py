@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -54,29 +53,16 @@ def warm_up() -> None:
 
 
 def execute(run_id: str, instance_ref_json: str) -> int:
-    from dagster._cli.api import _execute_run_command_body
-    from dagster._core.instance import DagsterInstance, InstanceRef
-    from dagster._serdes import deserialize_value
-    from dagster._utils.interrupts import capture_interrupts
+    from rag_assets.orchestration.internals.run_execution import execute_run_here
 
-    with capture_interrupts():
-        ref = deserialize_value(instance_ref_json, InstanceRef)
-        with DagsterInstance.from_ref(ref) as instance:
-            return _execute_run_command_body(run_id, instance, lambda _event: None, set_exit_code_on_failure=False)
+    return execute_run_here(run_id, instance_ref_json)
 
 
 def execute_cold(run_id: str, instance_ref_json: str) -> int:
     """What the default launcher's code server would run: a fresh `dagster api execute_run`."""
-    from dagster._core.instance import DagsterInstance, InstanceRef
-    from dagster._grpc.types import ExecuteRunArgs
-    from dagster._serdes import deserialize_value, serialize_value
+    from rag_assets.orchestration.internals.run_execution import execute_run_cold
 
-    ref = deserialize_value(instance_ref_json, InstanceRef)
-    with DagsterInstance.from_ref(ref) as instance:
-        run = instance.get_run_by_id(run_id)
-        origin = run.job_code_origin if run else None
-    args = ExecuteRunArgs(job_origin=origin, run_id=run_id, instance_ref=ref)
-    return subprocess.call([sys.executable, "-m", "dagster", "api", "execute_run", serialize_value(args)])
+    return execute_run_cold(run_id, instance_ref_json)
 
 
 def main() -> int:

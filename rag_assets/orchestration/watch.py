@@ -40,7 +40,7 @@ FALLBACK_LOOK_SECONDS = 30
 RETRY_SECONDS = 2.0
 
 if TYPE_CHECKING:
-    from .definitions import CorpusDefinitions
+    from .corpus_definitions import CorpusDefinitions
 
 Submit = Callable[[list[dg.AssetKey], dict[str, str]], str]
 

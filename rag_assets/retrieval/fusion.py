@@ -24,7 +24,7 @@ from typing import Hashable, Sequence, TypeVar
 
 import numpy as np
 
-from rag_assets.retrieval.modes import FusionMethod  # noqa: F401  (the names of the rules below)
+from rag_assets.vocabulary.modes import FusionMethod  # noqa: F401  (the names of the rules below)
 
 T = TypeVar("T", bound=Hashable)
 

@@ -1,7 +1,7 @@
 """Retrieval over the index in three modes, returning plain results.
 
 - ``vector``: Chroma cosine search with the query embedding.
-- ``keyword``: BM25 over the indexed chunk texts (keyword.py).
+- ``keyword``: BM25 over the indexed chunk texts (the search snapshot: snapshot.py).
 - ``hybrid`` (default): both, each to a deeper candidate list (``max(50, 5 * top_k)``), fused by
   weighted Reciprocal Rank Fusion (fusion.py) with per-query weights (``fusion.adaptive_weights``)
   scaled by RAG_DENSE_WEIGHT / RAG_KEYWORD_WEIGHT, k = RAG_RRF_K.
@@ -30,9 +30,10 @@ from rag_assets.config import Settings
 from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
 from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
-from rag_assets.index.keyword import KeywordIndex, section_key, text_key
-from rag_assets.retrieval.modes import RetrievalMode, validate_top_k
+from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
+from rag_assets.retrieval.snapshot import SearchSnapshot
+from rag_assets.retrieval.terms import section_key, text_key
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
 from rag_assets.index.chroma_store import ChromaStore, VectorHit, document_fields
 from rag_assets.retrieval.filters import Filters
@@ -157,14 +158,14 @@ def _note_section_hits(results: list[SearchResult], ranked: list[Candidate], mat
 class _RowTokens:
     """The token counts of a section's rows, read from the keyword index only as the window grows."""
 
-    def __init__(self, keyword, rows):
-        self.keyword, self.rows = keyword, rows
+    def __init__(self, snapshot, rows):
+        self.snapshot, self.rows = snapshot, rows
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, i: int) -> int:
-        return self.keyword.table(int(self.rows[i])).tokens
+        return self.snapshot.table(int(self.rows[i])).tokens
 
 
 @dataclass
@@ -172,14 +173,14 @@ class _Scope:
     """The documents a filtered query may return, and their rows in the keyword index."""
 
     documents: set[str]
-    keyword: Any = None
+    snapshot: Any = None
     _mask: np.ndarray | None = None
 
     def mask(self) -> np.ndarray | None:
-        if self.keyword is None:
+        if self.snapshot is None:
             return None
         if self._mask is None:
-            self._mask = self.keyword.rows_of(self.documents)
+            self._mask = self.snapshot.rows_of(self.documents)
         return self._mask
 
 
@@ -206,14 +207,14 @@ class Retriever:
         embedder,
         store: ChromaStore,
         settings: Settings | None = None,
-        keyword_index=None,
+        snapshot=None,
         *,
         adaptive: bool = True,
     ):
         self.embedder = embedder
         self.store = store
         self.settings = settings or Settings.from_env()
-        self.keyword = keyword_index or KeywordIndex.for_settings(store, self.settings)
+        self.snapshot = snapshot or SearchSnapshot.for_settings(store, self.settings)
         self.adaptive = adaptive
         self.ranking = RankingConfig.from_settings(self.settings, adaptive=adaptive)
         self._embeddings = LRUCache(max(self.settings.query_cache_size, 64))
@@ -260,7 +261,7 @@ class Retriever:
         budget = self._budget(context_tokens)
         generation = self.follow_index()
         try:
-            with self.keyword.pinned(generation):
+            with self.snapshot.pinned(generation):
                 retrieval = self._retrieve(query, mode, top_k, filters)
                 self._add_context(retrieval.results, budget)
                 retrieval.generation = generation
@@ -271,10 +272,10 @@ class Retriever:
         # this generation) still lists, and has not bumped the generation yet. Its new chunks are in
         # the store already, so a fresh view and a build from it find them.
         self._reopen_embedded_store()
-        self.keyword.rebuild(generation)
+        self.snapshot.rebuild(generation)
         self._tolerant.on = True
         try:
-            with self.keyword.pinned(generation):
+            with self.snapshot.pinned(generation):
                 retrieval = self._retrieve(query, mode, top_k, filters)
                 self._add_context(retrieval.results, budget)
                 retrieval.generation = generation
@@ -289,7 +290,7 @@ class Retriever:
         the one they were retrieved from (``Retrieval.generation``; None = read it again)."""
         budget = self._budget(context_tokens)
         if budget and results:
-            with self.keyword.pinned(generation or self.follow_index()):
+            with self.snapshot.pinned(generation or self.follow_index()):
                 self._add_context(results, budget)
         return results
 
@@ -334,7 +335,7 @@ class Retriever:
 
     def _index_passages(self, result: SearchResult, budget: int) -> list[list[tuple[str, int]]] | None:
         try:
-            found = self.keyword.section_rows(result.chunk_id)
+            found = self.snapshot.section_rows(result.chunk_id)
         except VectorDBUnavailableError:
             raise
         except Exception as exc:  # a broken keyword index must not take retrieval down
@@ -347,13 +348,13 @@ class Retriever:
         def place(chunk_id: str) -> int | None:
             if chunk_id == result.chunk_id:
                 return at
-            row = self.keyword.row(chunk_id)
+            row = self.snapshot.row(chunk_id)
             hit = np.flatnonzero(rows == row) if row is not None else ()
             return int(hit[0]) if len(hit) else None
 
-        tokens = _RowTokens(self.keyword, rows)
+        tokens = _RowTokens(self.snapshot, rows)
         spans = passages(tokens, self._anchors(result, place), budget)
-        return [[(self.keyword.chunk_id(int(rows[i])), tokens[i]) for i in range(lo, hi)] for lo, hi in spans]
+        return [[(self.snapshot.chunk_id(int(rows[i])), tokens[i]) for i in range(lo, hi)] for lo, hi in spans]
 
     def _store_passages(self, result: SearchResult, budget: int, texts: dict[str, str]) -> list[list[tuple[str, int]]]:
         hits = self.store.section_chunks(result.doc_path, result.heading_breadcrumb)
@@ -385,8 +386,8 @@ class Retriever:
         """The documents the filters select, from the keyword index's document table (or, when that
         index cannot be read, from the stored metadata)."""
         try:
-            fields = self.keyword.documents()
-            return _Scope(filters.documents(fields), self.keyword)
+            fields = self.snapshot.documents()
+            return _Scope(filters.documents(fields), self.snapshot)
         except InvalidQueryError:
             raise
         except Exception as exc:  # a broken keyword index must not take filtered retrieval down
@@ -428,8 +429,8 @@ class Retriever:
         old.close()
         self.store = ChromaStore(path=self.settings.chroma_path, collection=old.collection_name,
                                  embedding_model=old.embedding_model, dimension=old.dimension)
-        if self.keyword.store is old:
-            self.keyword.store = self.store
+        if self.snapshot.store is old:
+            self.snapshot.store = self.store
         self.reopens += 1
 
     # ------------------------------------------------------------------------------------------
@@ -448,9 +449,9 @@ class Retriever:
         index's copy of the stored embeddings (one matrix product: ~1 ms for thousands of rows, where
         Chroma's metadata-filtered HNSW search takes 20+ ms at 10k chunks). (rows, cosines), best
         first; None when there is no filter or no such copy (then Chroma answers)."""
-        if scope is None or scope.keyword is None:
+        if scope is None or scope.snapshot is None:
             return None
-        found = self.keyword.nearest(vector, depth, scope.mask())
+        found = self.snapshot.nearest(vector, depth, scope.mask())
         return found
 
     def _vector(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
@@ -471,12 +472,12 @@ class Retriever:
         return Retrieval(RetrievalMode.VECTOR, results, dense_candidates=len(hits))
 
     def _keyword(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
-        hits = self.keyword.search(query, candidate_depth(top_k), scope.mask() if scope else None)
+        hits = self.snapshot.search(query, candidate_depth(top_k), scope.mask() if scope else None)
         if scope is not None:
-            hits = [h for h in hits if self.keyword.table(h.row).doc_path in scope.documents]
+            hits = [h for h in hits if self.snapshot.table(h.row).doc_path in scope.documents]
         candidates = [self._keyword_candidate(h.row, 0.0, h.score, score=h.score) for h in hits]
         vector = self.embed_query(query)
-        cosines = self.keyword.cosines(vector, [c.chunk_id for c in candidates])
+        cosines = self.snapshot.cosines(vector, [c.chunk_id for c in candidates])
         results = self._present(candidates, self._diversified(top_k), {}, vector, cosines)
         return Retrieval(RetrievalMode.KEYWORD, results, keyword_candidates=len(hits))
 
@@ -487,7 +488,7 @@ class Retriever:
         dense = self._dense(vector, depth, scope) if exact is None else []
         fallback = False
         try:
-            bm25 = self.keyword.scores(query)
+            bm25 = self.snapshot.scores(query)
             if bm25 is not None and scope is not None:
                 bm25 = np.where(scope.mask(), bm25, 0.0).astype(np.float32)
         except VectorDBUnavailableError:
@@ -498,7 +499,7 @@ class Retriever:
         keyword_rows = _top_rows(bm25, depth)
         candidates = []
         for hit in dense:
-            row = None if fallback else self.keyword.row(hit.chunk_id)
+            row = None if fallback else self.snapshot.row(hit.chunk_id)
             candidates.append(_candidate(hit, hit.score, bm25[row] if bm25 is not None and row is not None else 0.0, row))
         dense_scores = [h.score for h in dense]
         if exact is not None:
@@ -508,11 +509,11 @@ class Retriever:
                                                           score=float(c)))
             dense_scores = [float(c) for c in sims]
         in_dense = {c.chunk_id for c in candidates}
-        extra = [r for r in keyword_rows if self.keyword.chunk_id(int(r)) not in in_dense]
-        cosines = self.keyword.cosines(vector, [self.keyword.chunk_id(int(r)) for r in extra]) if extra else {}
+        extra = [r for r in keyword_rows if self.snapshot.chunk_id(int(r)) not in in_dense]
+        cosines = self.snapshot.cosines(vector, [self.snapshot.chunk_id(int(r)) for r in extra]) if extra else {}
         cosines.update({c.chunk_id: c.dense for c in candidates if exact is not None and c.chunk_id in in_dense})
         for r in extra:
-            cid = self.keyword.chunk_id(int(r))
+            cid = self.snapshot.chunk_id(int(r))
             candidates.append(self._keyword_candidate(int(r), cosines.get(cid, 0.0), float(bm25[r])))
         keyword_reference = bm25[keyword_rows_with_zeros(bm25, depth)] if bm25 is not None else np.zeros(0)
         dense_reference = np.array(dense_scores)
@@ -520,9 +521,9 @@ class Retriever:
         # ties: BM25's order): an exact code splits into several rare terms, a word rare by chance is one
         rare_hit, most = None, 0
         for r in keyword_rows[:KEEP_WITHIN]:
-            held = len(self.keyword.rare_terms(query, int(r), RARE_TERM_MAX_CHUNKS))
+            held = len(self.snapshot.rare_terms(query, int(r), RARE_TERM_MAX_CHUNKS))
             if held > most:
-                rare_hit, most = self.keyword.chunk_id(int(r)), held
+                rare_hit, most = self.snapshot.chunk_id(int(r)), held
         results = self._present(
             candidates,
             lambda cs, mates: rank_hybrid(cs, dense_reference, keyword_reference,
@@ -537,15 +538,15 @@ class Retriever:
         return lambda cs, mates: diversify_candidates(cs, top_k, self.ranking.max_per_page, mates)
 
     def _keyword_candidate(self, row: int, dense: float, keyword: float, score: float = 0.0) -> Candidate:
-        info = self.keyword.table(row)
-        return Candidate(self.keyword.chunk_id(row), info.doc_path, info.section, info.text, dense, keyword, row, score)
+        info = self.snapshot.table(row)
+        return Candidate(self.snapshot.chunk_id(row), info.doc_path, info.section, info.text, dense, keyword, row, score)
 
     def _heading_scores(self, query: str, candidates) -> np.ndarray:
         rows = [c.row for c in candidates]
         known = [i for i, r in enumerate(rows) if r is not None]
         out = np.zeros(len(rows), dtype=np.float32)
         if known:
-            out[known] = self.keyword.heading_scores(query, [rows[i] for i in known])
+            out[known] = self.snapshot.heading_scores(query, [rows[i] for i in known])
         return out
 
     def _present(self, candidates: list[Candidate], rank, hits: dict[str, VectorHit], vector: np.ndarray,

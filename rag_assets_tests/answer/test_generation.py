@@ -13,7 +13,7 @@ import socket
 import pytest
 
 from rag_assets.answer.generation import NOT_FOUND_ANSWER, chat_configured, parse_citations
-from rag_assets.answer.service import answer_question
+from rag_assets.answering import answer_question
 from rag_assets.cli.main import main
 from rag_assets.errors import ConfigurationError, InvalidQueryError
 from rag_assets.pipeline import RAGPipeline, RetrieveRequest
@@ -372,7 +372,7 @@ def test_a_failed_search_answers_with_no_sources_and_logs_an_error(built, settin
 
     pipeline = RAGPipeline.from_settings(built[1])
     pipeline.retriever.store._collection = None  # the store is gone under a live pipeline: every search raises
-    with caplog.at_level(logging.ERROR, logger="rag_assets.answer.service"):
+    with caplog.at_level(logging.ERROR, logger="rag_assets.answering"):
         result = answer_question(ON_TOPIC, None, 3, pipeline=pipeline, settings=settings)
     assert result.sources == [] and result.answer == NOT_FOUND_ANSWER
     assert any("search failed" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)

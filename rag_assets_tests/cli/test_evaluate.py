@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from rag_assets.evaluation.synthetic import OFFLINE_GENERATOR
+from rag_assets.evaluation.synthetic.tuning import OFFLINE_GENERATOR
 
 
 def _rag(*args, env=None):

@@ -10,23 +10,13 @@ import pytest
 from rag_assets.answer.generation import ChatLLM
 from rag_assets.evaluation.evalset import load_eval_set
 from rag_assets.evaluation.matching import normalize
-from rag_assets.evaluation.synthetic import (
-    LLM_GENERATOR,
-    MANIFEST_FILE,
-    OFFLINE_GENERATOR,
-    SET_FILE,
-    DocumentSource,
-    Passage,
-    build_synthetic_set,
-    content_words,
-    document_passages,
-    heading_question,
-    load_synthetic_set,
-    offline_question,
-    parse_llm_reply,
-    sentence_question,
-    span_question,
-)
+from rag_assets.evaluation.synthetic.build import DocumentSource, build_synthetic_set
+from rag_assets.evaluation.synthetic.folder import load_synthetic_set
+from rag_assets.evaluation.synthetic.llm import parse_llm_reply
+from rag_assets.evaluation.synthetic.offline import heading_question, offline_question, sentence_question, span_question
+from rag_assets.evaluation.synthetic.passages import Passage, document_passages
+from rag_assets.evaluation.synthetic.tuning import LLM_GENERATOR, MANIFEST_FILE, OFFLINE_GENERATOR, SET_FILE
+from rag_assets.evaluation.synthetic.words import content_words
 from rag_assets.ingest.markdown import split_markdown
 from rag_assets_tests.support.openai_server import OpenAIStubServer
 

@@ -100,7 +100,7 @@ def test_a_bad_state_url_is_a_configuration_error(tmp_path):
 def test_a_keyword_build_is_shared_through_postgresql(pg_base, tmp_path):
     """Two query processes on two machines (two state folders), one PostgreSQL state: the second
     loads the first one's BM25 build instead of building its own, and both follow a new generation."""
-    from rag_assets.index.keyword import KeywordIndex
+    from rag_assets.retrieval.snapshot import SearchSnapshot
     from rag_assets_tests.support.index_builder import build_index
 
     url = createdb(pg_base, "state_keyword")
@@ -116,9 +116,9 @@ def test_a_keyword_build_is_shared_through_postgresql(pg_base, tmp_path):
     from rag_assets.index.chroma_store import ChromaStore
 
     store = ChromaStore.for_settings(first_settings, load_embedder(first_settings))
-    a = KeywordIndex.for_settings(store, first_settings)
+    a = SearchSnapshot.for_settings(store, first_settings)
     assert a.search("requests per minute", 3)[0].chunk_id
-    b = KeywordIndex.for_settings(store, second_settings)
+    b = SearchSnapshot.for_settings(store, second_settings)
     assert [h.chunk_id for h in b.search("requests per minute", 3)] == [h.chunk_id for h in a.search("requests per minute", 3)]
     assert (a.builds, b.builds, b.loads) == (1, 0, 1)
     bump_generation(first_settings)

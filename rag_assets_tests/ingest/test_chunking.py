@@ -12,7 +12,7 @@ import pytest
 from rag_assets.ingest.chunking import ChunkingConfig, ChunkingStats, build_index_text, chunk_document
 from rag_assets.config import Settings
 from rag_assets.ingest.markdown import split_markdown
-from rag_assets.ingest.markup import indexable_text
+from rag_assets.vocabulary.markup import indexable_text
 from rag_assets.models import Chunk, ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
 

@@ -119,7 +119,7 @@ def test_scaffolded_corpus_component_loads_materializes_and_answers(tmp_path):
 
 
 def test_the_project_declares_its_own_corpus_as_the_default_component():
-    from rag_assets.orchestration.definitions import component_corpora
+    from rag_assets.orchestration.component import component_corpora
 
     assert Corpus() in component_corpora()
 
@@ -131,7 +131,7 @@ def test_component_settings_and_their_errors(tmp_path, monkeypatch):
                             reconcile_cron="30 4 * * *").corpus(tmp_path / "defs" / "faq", tmp_path)
     settings = corpus.settings()
     assert settings.eval_dir == (tmp_path / "evals" / "faq").resolve() and settings.reconcile_cron == "30 4 * * *"
-    from rag_assets.orchestration.definitions import build_corpus_definitions
+    from rag_assets.orchestration.corpus_definitions import build_corpus_definitions
 
     assert build_corpus_definitions(corpus).schedule.cron_schedule == "30 4 * * *"
     assert corpus.name == "faq" and settings.docs_dir == (tmp_path / "docs" / "faq").resolve()

@@ -147,7 +147,7 @@ def test_without_the_keyword_index_the_store_gives_the_same_context(retriever, m
     def broken(chunk_id):
         raise RuntimeError("keyword index unreadable")
 
-    monkeypatch.setattr(retriever.keyword, "section_rows", broken)
+    monkeypatch.setattr(retriever.snapshot, "section_rows", broken)
     results = [dataclasses.replace(r, context="", context_tokens=0) for r in expected]
     retriever.add_context(results)
     assert [(r.context, r.context_tokens) for r in results] == [(r.context, r.context_tokens) for r in expected]

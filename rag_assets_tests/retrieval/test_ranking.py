@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rag_assets.retrieval.diversity import diversify
-from rag_assets.retrieval.modes import FusionMethod
+from rag_assets.vocabulary.modes import FusionMethod
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, fuse, rank_hybrid
 from rag_assets.retrieval.rescoring import rescore
 

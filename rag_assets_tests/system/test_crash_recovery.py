@@ -95,7 +95,7 @@ def expected_index(settings: Settings) -> dict[str, dict[str, str]]:
     """What a clean ingest of the folder as it is now must hold: the assets' own chunking setup."""
     global _SETUP
     from rag_assets.ingest.chunking import chunk_document
-    from rag_assets.orchestration.assets import chunking_setup
+    from rag_assets.orchestration.fingerprints import chunking_setup
     from rag_assets.orchestration.resources import EmbedderResource
 
     if _SETUP is None:

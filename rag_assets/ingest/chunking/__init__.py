@@ -51,12 +51,13 @@ Modules, one job each: config (ChunkingConfig, ChunkingStats), chunker (chunk_do
 (blocks into sections by heading), units (the pieces packed and the drafts made of them), packer
 (packing a section's units into chunks and emitting them), lead_ins (keeping a lead-in with what it
 introduces), splitting (cutting oversized prose, code and tables), metadata (document fields every
-chunk carries), index_text (build_index_text and the header budget).
+chunk carries). build_index_text and the header budget are rag_assets.vocabulary.index_text (the
+retrieval side rebuilds the same text from stored metadata).
 """
 
 from rag_assets.ingest.chunking.chunker import chunk_document
 from rag_assets.ingest.chunking.config import ChunkingConfig, ChunkingStats
-from rag_assets.ingest.chunking.index_text import (
+from rag_assets.vocabulary.index_text import (
     HEADER_ENTRY_MAX_CHARS, HEADER_MAX_CHARS, build_index_text, clip_heading)
 from rag_assets.ingest.chunking.lead_ins import LEAD_IN_MAX_TOKENS
 

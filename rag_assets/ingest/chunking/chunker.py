@@ -6,12 +6,12 @@ import logging
 from collections.abc import Callable
 
 from rag_assets.ingest.chunking.config import ChunkingConfig, ChunkingStats
-from rag_assets.ingest.chunking.index_text import HEADER_ENTRY_MAX_CHARS, build_index_text
+from rag_assets.vocabulary.index_text import HEADER_ENTRY_MAX_CHARS, build_index_text
 from rag_assets.ingest.chunking.metadata import _document_metadata
 from rag_assets.ingest.chunking.packer import _Packer
 from rag_assets.ingest.chunking.sections import _Section, _sections
 from rag_assets.ingest.chunking.units import _Draft
-from rag_assets.ingest.markup import strip_heading_attributes
+from rag_assets.vocabulary.markup import strip_heading_attributes
 from rag_assets.ingest.tokens import TokenCounter
 from rag_assets.models import Block, BlockType, Chunk, ParsedDocument
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from rag_assets.ingest.chunking.index_text import HEADER_ENTRY_MAX_CHARS
-from rag_assets.ingest.markup import strip_heading_attributes
+from rag_assets.vocabulary.index_text import HEADER_ENTRY_MAX_CHARS
+from rag_assets.vocabulary.markup import strip_heading_attributes
 from rag_assets.models import ParsedDocument
 
 

@@ -8,13 +8,13 @@ from collections import deque
 from collections.abc import Callable
 
 from rag_assets.ingest.chunking.config import ChunkingConfig
-from rag_assets.ingest.chunking.index_text import _clip_heading_line, build_index_text
+from rag_assets.vocabulary.index_text import _clip_heading_line, build_index_text
 from rag_assets.ingest.chunking.lead_ins import _LeadIns
 from rag_assets.ingest.chunking.sections import _Section
 from rag_assets.ingest.chunking.splitting import _LEVELS, _protected_spans, _segments
 from rag_assets.ingest.chunking.units import (
     _ATOMIC, _MARGIN, _MIN_PIECE_BUDGET, _Draft, _join, _last_run_start, _size, _Unit)
-from rag_assets.ingest.markup import clean_heading_lines, indexable_text, may_hold_include_directive
+from rag_assets.vocabulary.markup import clean_heading_lines, indexable_text, may_hold_include_directive
 from rag_assets.ingest.tokens import TokenCounter
 from rag_assets.models import Block, BlockType
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag_assets.ingest.markup import push_heading
+from rag_assets.vocabulary.markup import push_heading
 from rag_assets.models import Block, BlockType
 
 

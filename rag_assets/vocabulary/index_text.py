@@ -3,7 +3,7 @@ indexable text (build_index_text, clip_heading)."""
 
 from __future__ import annotations
 
-from rag_assets.ingest.markup import indexable_text, strip_heading_attributes
+from rag_assets.vocabulary.markup import indexable_text, strip_heading_attributes
 
 
 # The header every chunk's embedded text starts with has a budget: a 1,200-character H1 repeated in
@@ -28,7 +28,7 @@ def clip_heading(text: str, limit: int = HEADER_ENTRY_MAX_CHARS) -> str:
 def build_index_text(title: str, breadcrumb: list[str], text: str) -> str:
     """What is embedded and keyword-indexed: ``title > h1 > h2`` header, blank line, chunk text.
 
-    Markup that is not prose (heading attributes, include directives: rag_assets.ingest.markup) is
+    Markup that is not prose (heading attributes, include directives: rag_assets.vocabulary.markup) is
     left out; the header keeps within its budget (HEADER_ENTRY_MAX_CHARS, HEADER_MAX_CHARS).
     """
     title = clip_heading(strip_heading_attributes(title[: HEADER_ENTRY_MAX_CHARS * 4]))

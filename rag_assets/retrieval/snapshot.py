@@ -1,21 +1,22 @@
-"""Keyword (BM25) retrieval over the indexed chunks, persisted and rebuilt only when the index changes.
+"""The search snapshot: what a query ranks over, held in memory per process, persisted and rebuilt only
+when the index changes: a BM25 (keyword) index, a heading index, a row table and the stored vectors
+of every chunk in the Chroma collection.
 
 What is indexed: for every chunk in the Chroma collection, the same text that is embedded
-(``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (casefold, words of two
-or more characters, snake_case/dotted identifiers also split into their parts, English stopwords
-dropped, Snowball English stemming), with the chunk's ``title > h1 > h2`` header counted
-``heading_repeats`` more times (``RAG_KEYWORD_HEADING_REPEATS``, default 3: a field weight for the
-headings, which name what a section is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
+(``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (terms.py), with the
+chunk's ``title > h1 > h2`` header counted ``heading_repeats`` more times
+(``RAG_KEYWORD_HEADING_REPEATS``, default 3: a field weight for the headings, which name what a section
+is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
 
 Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
 the re-scoring stage matches the query against) and a row table: per chunk its doc_path, its
 section key (doc_path + breadcrumb), a key of its normalised text, its chunk_index and token count, and
-whether it opens a section (rag_assets.retrieval.windows: the context windows of results are grown
+whether it opens a section (windows.py: the context windows of results are grown
 from this table, their texts fetched by id). Ranking (fusion, re-scoring,
 diversity) then runs on rows in memory; Chroma is asked only for the texts of the final results.
 
-Persistence: ``<state_dir>/keyword/<collection>/`` holds one folder per build plus ``CURRENT``
-(atomically replaced) naming the active one. A build folder holds the two bm25s indexes, the chunk
+Persistence (snapshot_builds.py): ``<state_dir>/keyword/<collection>/`` holds one folder per build
+plus ``CURRENT`` (atomically replaced) naming the active one. A build folder holds the two bm25s indexes, the chunk
 ids in index order, the row table, the chunks' stored embeddings (float32, memory-mapped on load:
 they give the dense cosine of keyword-only hits without another store round trip) and
 ``meta.json`` with the index generation and the Chroma collection id it was built from. A process loads the persisted build when
@@ -31,31 +32,25 @@ folder once) instead of building its own.
 
 from __future__ import annotations
 
-import hashlib
-import io
-import threading
-from contextlib import contextmanager
 import json
 import logging
 import os
-import re
 import shutil
-import tarfile
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
-import sqlalchemy as sa
-
-from rag_assets.ingest.chunking import build_index_text
-from rag_assets.index.generation import current_generation
-from rag_assets.index.locks import DocumentLocks
-from rag_assets.index.state_db import StateDB, keyword_builds
 from rag_assets.index.chroma_store import ChromaStore, document_fields
+from rag_assets.index.generation import current_generation
+from rag_assets.index.state_db import StateDB
+from rag_assets.retrieval.snapshot_builds import FolderBuilds, SharedBuilds
+from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, section_key, text_key, tokenize
 from rag_assets.retrieval.windows import SectionRuns, opens_section, stored_tokens
 
 log = logging.getLogger(__name__)
@@ -65,77 +60,12 @@ FORMAT_VERSION = "kw-v5"
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
 DEFAULT_HEADING_REPEATS = 3
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-_SUBWORD_SPLIT = re.compile(r"[_]+")
-# bm25s' English list plus a few question words that carry no topic (what/how/...)
-_STOPWORDS = frozenset(
-    """a an and are as at be but by for if in into is it no not of on or such that the their then there
-    these they this to was will with what which who whom how why when where do does did can could
-    i you your we our my me us its it's""".split()
-)
-
 
 @dataclass(frozen=True)
 class KeywordHit:
     chunk_id: str
     score: float  # BM25
     row: int  # position in the keyword index (for embeddings lookup)
-
-
-class _Stemmer:
-    """PyStemmer's English Snowball stemmer with a per-process word cache."""
-
-    def __init__(self) -> None:
-        import Stemmer
-
-        self._stemmer = Stemmer.Stemmer("english")
-        self._stemmer.maxCacheSize = 100_000
-
-    def __call__(self, words: list[str]) -> list[str]:
-        return self._stemmer.stemWords(words)
-
-
-_STEMMER: _Stemmer | None = None
-
-
-def tokenize(text: str) -> list[str]:
-    """Text -> BM25 terms (see the module docstring). Deterministic; the same for chunks and queries."""
-    global _STEMMER
-    if _STEMMER is None:
-        _STEMMER = _Stemmer()
-    words: list[str] = []
-    for word in _WORD.findall(text.casefold()):
-        parts = [p for p in _SUBWORD_SPLIT.split(word) if p]
-        if len(parts) > 1:  # content_block_delta -> content_block_delta, content, block, delta
-            words.append(word.strip("_"))
-        words.extend(parts)
-    words = [w for w in words if len(w) > 1 and w not in _STOPWORDS]
-    return _STEMMER(words) if words else []
-
-
-def _breadcrumb(metadata: dict) -> list[str]:
-    crumb = str(metadata.get("heading_breadcrumb") or "")
-    return [p for p in crumb.split(" > ") if p] if crumb else []
-
-
-def chunk_index_text(text: str, metadata: dict) -> str:
-    """The text a stored chunk was embedded from, rebuilt from its stored metadata."""
-    return build_index_text(str(metadata.get("title") or ""), _breadcrumb(metadata), text or "")
-
-
-def chunk_headings_text(metadata: dict) -> str:
-    """A chunk's ``title > h1 > h2`` header alone (what the heading index holds)."""
-    return build_index_text(str(metadata.get("title") or ""), _breadcrumb(metadata), "")
-
-
-def text_key(text: str) -> str:
-    """Equal for chunk texts that differ only in case and whitespace (duplicate detection)."""
-    return hashlib.sha1(" ".join((text or "").split()).casefold().encode("utf-8")).hexdigest()[:16]
-
-
-def section_key(metadata: dict) -> str:
-    """One value per section of one page: doc_path + the heading path."""
-    return f"{metadata.get('doc_path', '')}#{metadata.get('heading_breadcrumb', '')}"
 
 
 @dataclass(frozen=True)
@@ -150,7 +80,7 @@ class ChunkRow:
     opens: bool = False  # its text starts with a heading line: the first chunk of a section
 
 
-class KeywordIndex:
+class SearchSnapshot:
     """BM25 over one Chroma collection, tied to the index generation."""
 
     def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None, state: StateDB | None = None,
@@ -182,7 +112,7 @@ class KeywordIndex:
         self._sections: tuple[list, SectionRuns] | None = None  # (its table, the runs): on the first context look-up
 
     @classmethod
-    def for_settings(cls, store: ChromaStore, settings) -> "KeywordIndex":
+    def for_settings(cls, store: ChromaStore, settings) -> "SearchSnapshot":
         return cls(store, settings.state_dir, settings.collection, state=StateDB.for_settings(settings),
                    heading_repeats=settings.keyword_heading_repeats)
 
@@ -466,91 +396,6 @@ def _int(value) -> int:
         return int(value)
     except (TypeError, ValueError):
         return 0
-
-
-class FolderBuilds:
-    """Builds in the local state folder: one folder per build, CURRENT names the live one."""
-
-    def __init__(self, root: Path):
-        self.root = root
-
-    def current(self) -> Path | None:
-        try:
-            name = (self.root / "CURRENT").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return None
-        path = self.root / name
-        return path if name and path.is_dir() else None
-
-    def lock(self):
-        from filelock import FileLock
-
-        self.root.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.root.with_name(self.root.name + ".lock")))
-
-    def publish(self, tmp: Path, name: str) -> None:
-        """Make the finished build in `tmp` the live one (atomic for readers), drop older ones."""
-        os.replace(tmp, self.root / name)
-        pointer = self.root / f".CURRENT.{os.getpid()}.tmp"
-        pointer.write_text(name, encoding="utf-8")
-        os.replace(pointer, self.root / "CURRENT")
-        for path in self.root.iterdir():
-            if path.is_dir() and path.name != name and path.name.startswith(("build-", ".tmp-")):
-                # a .tmp- folder of a live builder is protected by the lock the builder holds
-                shutil.rmtree(path, ignore_errors=True)
-
-
-class SharedBuilds(FolderBuilds):
-    """Builds published in the shared state database; the local folder is a cache of the live one."""
-
-    def __init__(self, state: StateDB, root: Path, collection: str, state_dir: Path):
-        super().__init__(root)
-        self.state = state
-        self.collection = collection
-        self.state_dir = state_dir
-
-    def current(self) -> Path | None:
-        with self.state.read() as conn:
-            row = conn.execute(
-                sa.select(keyword_builds.c.name).where(keyword_builds.c.collection == self.collection)
-            ).first()
-        if row is None:
-            return None
-        local = self.root / row.name
-        if not local.is_dir():
-            self._unpack(row.name)
-        return local if local.is_dir() else None
-
-    def lock(self):
-        return DocumentLocks(self.state, self.state_dir).hold([f"keyword-build:{self.collection}"])
-
-    def publish(self, tmp: Path, name: str) -> None:
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-            tar.add(tmp, arcname=name)
-        with self.state.write() as conn:
-            self.state.upsert(conn, keyword_builds, [
-                {"collection": self.collection, "name": name, "archive": buffer.getvalue(), "created_at": time.time()}
-            ], ["collection"])
-        super().publish(tmp, name)
-
-    def _unpack(self, name: str) -> None:
-        with self.state.read() as conn:
-            archive = conn.execute(
-                sa.select(keyword_builds.c.archive).where(keyword_builds.c.collection == self.collection,
-                                                          keyword_builds.c.name == name)
-            ).scalar()
-        if archive is None:
-            return  # replaced meanwhile: the next look finds the newer one
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".tmp-unpack-{uuid.uuid4().hex[:8]}"
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-            tar.extractall(tmp, filter="data")
-        try:
-            FolderBuilds.publish(self, tmp / name, name)
-        except OSError:
-            pass  # another process of this machine unpacked it first
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _bm25_index(corpus: list[list[str]]):

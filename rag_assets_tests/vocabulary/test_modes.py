@@ -6,7 +6,7 @@ import pytest
 from rag_assets.cli.main import _parser
 from rag_assets.config import Settings
 from rag_assets.errors import ConfigurationError
-from rag_assets.retrieval.modes import MAX_TOP_K, FusionMethod, RetrievalMode, validate_top_k
+from rag_assets.vocabulary.modes import MAX_TOP_K, FusionMethod, RetrievalMode, validate_top_k
 from rag_assets.orchestration.evaluation import EvaluationConfig
 
 

@@ -1,10 +1,12 @@
-"""BM25 keyword index: tokenisation, search, persistence tied to the index generation."""
+"""The search snapshot (BM25 keyword index, headings, rows, vectors): tokenisation, search, persistence
+tied to the index generation."""
 
 import pytest
 
 from rag_assets.index.generation import bump_generation, read_generation
 from rag_assets.config import Settings
-from rag_assets.index.keyword import DEFAULT_HEADING_REPEATS, KeywordIndex, chunk_headings_text, chunk_index_text, tokenize
+from rag_assets.retrieval.snapshot import DEFAULT_HEADING_REPEATS, SearchSnapshot
+from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, tokenize
 from rag_assets.retrieval.retriever import Retriever
 from rag_assets_tests.support.index_builder import build_sample_index
 
@@ -25,7 +27,7 @@ def test_tokenize_stems_drops_stopwords_and_splits_identifiers():
 
 def test_search_finds_exact_terms(index):
     settings, store = index
-    kw = KeywordIndex(store, settings.state_dir)
+    kw = SearchSnapshot(store, settings.state_dir)
     hits = kw.search("HTTP 429 retry-after", 5)
     assert hits and store.get([hits[0].chunk_id])[0].metadata["doc_path"] == "rate-limits.md"
     assert kw.search("pasta carbonara", 5) == []  # no known term: nothing, not noise
@@ -34,7 +36,7 @@ def test_search_finds_exact_terms(index):
 
 def test_persisted_and_not_rebuilt_until_generation_changes(index):
     settings, store = index
-    first = KeywordIndex(store, settings.state_dir)
+    first = SearchSnapshot(store, settings.state_dir)
     first.ensure_current()
     folder = settings.state_dir / "keyword" / settings.collection
     assert (folder / "CURRENT").is_file()
@@ -45,7 +47,7 @@ def test_persisted_and_not_rebuilt_until_generation_changes(index):
         first.search("streaming events", 3)
     assert first.builds + first.loads == 1
     # a new process (new object) loads from disk instead of rebuilding
-    second = KeywordIndex(store, settings.state_dir)
+    second = SearchSnapshot(store, settings.state_dir)
     second.search("streaming", 3)
     assert (second.builds, second.loads) == (0, 1)
     assert second.meta["generation"] == read_generation(settings.state_dir)
@@ -68,7 +70,7 @@ def test_cosines_from_stored_embeddings(index):
     retriever = Retriever.from_settings(settings)
     vec = retriever.embed_query("server-sent events streaming")
     dense = store.query(vec, top_k=4)
-    cos = retriever.keyword.cosines(vec, [h.chunk_id for h in dense])
+    cos = retriever.snapshot.cosines(vec, [h.chunk_id for h in dense])
     for h in dense:
         assert cos[h.chunk_id] == pytest.approx(h.score, abs=1e-4)
 
@@ -80,23 +82,23 @@ def test_header_repeats_weight_heading_terms_and_are_part_of_the_build(index):
     # a term of some chunk's header, to query with
     cid, _, meta = next((c, t, m) for c, t, m in store.iter_all() if tokenize(chunk_headings_text(m or {})))
     term = tokenize(chunk_headings_text(meta))[-1]
-    plain = KeywordIndex(store, settings.state_dir, heading_repeats=0)
+    plain = SearchSnapshot(store, settings.state_dir, heading_repeats=0)
     flat = plain.scores(term)
     row = plain.row(cid)
-    weighted = KeywordIndex(store, settings.state_dir, heading_repeats=3)
+    weighted = SearchSnapshot(store, settings.state_dir, heading_repeats=3)
     boosted = weighted.scores(term)
     # the same build is not reused for another field weight: rebuilt, and it says so
     assert (weighted.builds, weighted.loads) == (1, 0) and weighted.meta["heading_repeats"] == 3
     assert boosted[weighted.row(cid)] > flat[row] > 0
     with pytest.raises(ValueError):
-        KeywordIndex(store, settings.state_dir, heading_repeats=-1)
+        SearchSnapshot(store, settings.state_dir, heading_repeats=-1)
     # back to the default: rebuilt again, and the default index is what Retriever.from_settings uses
-    assert Retriever.from_settings(settings).keyword.heading_repeats == DEFAULT_HEADING_REPEATS
+    assert Retriever.from_settings(settings).snapshot.heading_repeats == DEFAULT_HEADING_REPEATS
 
 
 def test_rare_terms_are_query_terms_few_chunks_contain(index):
     settings, store = index
-    kw = KeywordIndex(store, settings.state_dir)
+    kw = SearchSnapshot(store, settings.state_dir)
     hit = kw.search("HTTP 429 retry-after", 1)[0]
     counts = {}
     for _, text, meta in store.iter_all():

@@ -5,7 +5,7 @@ import pytest
 from rag_assets.ingest.chunking import ChunkingConfig, build_index_text, chunk_document
 from rag_assets.evaluation.matching import normalize_heading
 from rag_assets.ingest.markdown import split_markdown
-from rag_assets.ingest.markup import clean_heading_lines, drop_include_directives, indexable_text, strip_heading_attributes
+from rag_assets.vocabulary.markup import clean_heading_lines, drop_include_directives, indexable_text, strip_heading_attributes
 from rag_assets.models import ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
 

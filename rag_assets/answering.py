@@ -1,5 +1,6 @@
-"""answer_question: retrieve (hybrid, thresholded), then answer from the sources with [Source N]
-citations (the generation itself: rag_assets.answer.generation)."""
+"""answer_question: retrieve with a RAGPipeline (hybrid, thresholded), then answer from the sources
+with [Source N] citations (the generation itself: rag_assets.answer.generation). It stands beside
+rag_assets.pipeline, above it: the answer package below knows nothing of the pipeline."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from rag_assets.answer.generation import MAX_SOURCES, Answer, ChatLLM, answer_fr
 from rag_assets.config import Settings
 from rag_assets.errors import InvalidQueryError
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
-from rag_assets.retrieval.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode
 
 if TYPE_CHECKING:
     from rag_assets.pipeline import RAGPipeline

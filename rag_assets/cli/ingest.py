@@ -1,0 +1,148 @@
+"""`rag ingest` (every document of the corpus's folder) and `rag ingest-doc` (one): Dagster runs,
+after a no-op check that answers an unchanged folder without importing Dagster."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
+from rag_assets.errors import ConfigurationError
+from rag_assets.process_start import imports_without_gc
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("ingest", help="discover, chunk, embed and index every markdown file")
+    p.add_argument("--docs-dir", help="docs folder (default: RAG_DOCS_DIR or data/docs)")
+    p.add_argument("--allow-mass-delete", action="store_true",
+                   help="remove vanished documents even when that empties most of the index (RAG_ALLOW_MASS_DELETE=1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--collection", help="the Chroma collection to write (default: RAG_COLLECTION or rag_chunks)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="document runs in flight at once, launched through the instance's run launcher "
+                        "(needs a Chroma server, CHROMA_HOST; default 1: runs in this process)")
+
+    p = sub.add_parser("ingest-doc", help="ingest one document")
+    p.add_argument("path", help="the file, as a path or relative to the docs folder")
+    p.add_argument("--force", action="store_true",
+                   help="read the file again even if its size and modification time did not change")
+    p.add_argument("--docs-dir")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def run_ingest(args) -> int:
+    from rag_assets.ingest.catalog import content_changed
+    from rag_assets.orchestration.noop_check import check_noop
+
+    started = time.perf_counter()
+    settings = args.corpus.settings()  # validate configuration before any run starts
+    # nothing changed since the last full ingest? answered without importing Dagster (~2 s)
+    summary, look = check_noop(settings) if args.workers == 1 else (None, None)
+    if summary is not None:
+        summary.duration_seconds = round(time.perf_counter() - started, 3)
+        return print_summary(summary, args.json)
+    if _nothing_to_index(settings):
+        print(f"rag: no markdown files (*.md, *.mdx) under {settings.docs_dir}, and nothing is indexed yet: "
+              "point --docs-dir (or RAG_DOCS_DIR) at the folder that holds your documents", file=sys.stderr)
+        return EXIT_USAGE
+    warming = None
+    if args.workers == 1 and (look is None or content_changed(look.stored, look.seen.documents)):
+        # this process's runs will embed: the model loads on the other core while Dagster is imported
+        from rag_assets.embedding import warm_in_background
+
+        warming = warm_in_background(settings)
+    with imports_without_gc():
+        from rag_assets.orchestration.runs import corpus_definitions, ingest
+        import chromadb  # noqa: F401 - the runs open the store: imported here, with the rest
+
+    try:
+        with _progress_bars(args):
+            summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers,
+                             corpus=corpus_definitions(args.corpus.name), look=look)
+    finally:
+        if warming is not None:
+            warming.join()
+    return print_summary(summary, args.json)
+
+
+def _nothing_to_index(settings) -> bool:
+    """An empty docs folder on a fresh index: the typical result of pointing one level too low (or at
+    the wrong folder). An emptied folder over an existing index is the deletion guard's to answer."""
+    from rag_assets.index.stage_store import StageStore
+    from rag_assets.ingest.discovery import has_markdown_files
+
+    if has_markdown_files(settings.docs_dir):  # FileNotFoundError: the missing-folder message
+        return False
+    return StageStore.for_settings(settings).catalog_folder() is None
+
+
+def run_ingest_doc(args) -> int:
+    from rag_assets.orchestration.runs import corpus_definitions, ingest
+
+    settings = args.corpus.settings()
+    path = Path(args.path)
+    candidate = path.resolve() if path.exists() else (settings.docs_dir / path).resolve()
+    if not candidate.is_file():
+        raise FileNotFoundError(f"no such document: {args.path}")
+    if not candidate.is_relative_to(settings.docs_dir):
+        raise ConfigurationError(f"{args.path} is not inside the docs folder {settings.docs_dir} (set RAG_DOCS_DIR)")
+    doc_path = candidate.relative_to(settings.docs_dir).as_posix()
+    if args.force:
+        from rag_assets.index.stage_store import StageStore
+
+        StageStore.for_settings(settings).forget_fingerprints([doc_path])
+    with _progress_bars(args):
+        summary = ingest(only_doc_paths=[doc_path], corpus=corpus_definitions(args.corpus.name))
+    if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
+        summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, or refused)"})
+        summary.documents_failed = len(summary.errors)
+    return print_summary(summary, args.json)
+
+
+def print_summary(summary, as_json: bool) -> int:
+    from dataclasses import asdict
+
+    data = asdict(summary)
+    if as_json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(
+            f"documents: {summary.documents_discovered} discovered, {summary.documents_processed} processed, "
+            f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed, {summary.documents_deleted} deleted\n"
+            f"chunks written: {summary.chunks_written}; embeddings computed: {summary.embeddings_computed}, "
+            f"reused: {summary.embeddings_reused}; {summary.duration_seconds:.1f} s"
+            + (f", {summary.embedding_seconds:.1f} s of it embedding" if summary.embedding_seconds else "")
+            + f" (runs: {', '.join(summary.run_ids)})"
+        )
+        if summary.chunks_truncated:
+            print(f"{summary.chunks_truncated} chunk(s) exceed the embedding model's input and were embedded from their "
+                  "start only (an oversized code block or table: see chunk_embeddings in the UI)")
+        if summary.blocks_split:
+            print(f"{summary.blocks_split} code/table block(s) too big for one chunk were split at line boundaries")
+        for err in summary.errors:
+            print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
+    if summary.removal_refused:
+        print(f"rag: {summary.removal_refused}", file=sys.stderr)
+    return EXIT_PARTIAL if summary.documents_failed or summary.removal_refused else EXIT_OK
+
+
+@contextmanager
+def _progress_bars(args):
+    """Progress bars on stderr while a terminal watches; nothing with --json/--quiet or when piped."""
+    if getattr(args, "json", False) or getattr(args, "quiet", False) or not sys.stderr.isatty():
+        yield
+        return
+    from rag_assets.progress import listening
+    from rag_assets.cli.progress_bars import TerminalProgress
+
+    bars = TerminalProgress(sys.stderr)
+    try:
+        with listening(bars):
+            yield
+    finally:
+        bars.close()

@@ -1,0 +1,184 @@
+"""`rag query`: the chunks that best answer a question (text or --json), every question of a JSONL
+file (--batch), or one question over several corpora (repeated --corpus: one ranking)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, valid_count
+from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
+from rag_assets.errors import ConfigurationError
+from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "query",
+        help="retrieve the chunks that best answer a question",
+        description="Retrieve the chunks that best answer a question (or every question of a JSONL file).",
+    )
+    p.add_argument("text", nargs="?", help="the question (omit with --batch)")
+    p.add_argument("--batch", metavar="FILE.jsonl",
+                   help='one JSON object a line with "id" and "question" (or "query"); prints one JSON line per input')
+    p.add_argument("--mode", choices=RetrievalMode.names(), default=None,
+                   help="retrieval mode (default: RAG_RETRIEVAL_MODE or hybrid)")
+    p.add_argument("--top-k", type=int, default=5, help=f"results per question, 1-{MAX_TOP_K} (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--collection", help="the Chroma collection to search (default: RAG_COLLECTION or rag_chunks)")
+    p.add_argument("--corpus", dest="query_corpora", action="append", metavar="NAME",
+                   help="search this corpus (repeat it to search several at once, one ranking with comparable scores)")
+    add_filter_arguments(p)
+
+
+def run(args) -> int:
+    from rag_assets.errors import InvalidQueryError
+    from rag_assets.pipeline import GATE_HEAD, RAGPipeline
+
+    if (args.text is None) == (args.batch is None):
+        print("rag: query needs either a question or --batch FILE.jsonl (not both)", file=sys.stderr)
+        return EXIT_USAGE
+    if not valid_count(args.top_k, "--top-k"):
+        return EXIT_USAGE
+    try:
+        filters = filters_from_args(args)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.batch is not None:
+        batch = Path(args.batch)
+        if not batch.is_file():
+            print(f"rag: batch file not found: {batch}", file=sys.stderr)
+            return EXIT_USAGE
+        return _query_batch(RAGPipeline.from_settings(args.corpus.settings()), batch, args.mode, args.top_k, filters)
+
+    pipeline = RAGPipeline.from_settings(args.corpus.settings())
+    try:
+        results = pipeline.search(args.text, args.mode, args.top_k, filters)
+    except InvalidQueryError as exc:
+        print(f"rag: invalid query: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    mode = RetrievalMode.parse(args.mode, pipeline.settings.retrieval_mode)
+    threshold = pipeline.settings.min_relevance
+    # the same gate as RAGPipeline.retrieve: the head of the ranking, whatever --top-k is
+    relevance = [r.relevance for r in results[:GATE_HEAD] if r.relevance is not None]
+    avg = sum(relevance) / len(relevance) if relevance else 0.0
+    meets = bool(results) and avg >= threshold
+    if args.json:
+        print(json.dumps(
+            {"query": args.text, "mode": mode, "filters": filters, "avg_relevance": round(avg, 6),
+             "meets_threshold": meets, "results": [r.as_dict() for r in results]},
+            indent=2, ensure_ascii=False,
+        ))
+    else:
+        for rank, r in enumerate(results, 1):
+            crumb = r.heading_breadcrumb or r.section
+            rel = f" cos {r.relevance:.3f}" if r.relevance is not None and mode is not RetrievalMode.VECTOR else ""
+            print(f"{rank}. [{r.score:.3f}{rel}] {r.doc_path} — {crumb}")
+            snippet = " ".join(r.text.split())[:240]
+            print(f"   {snippet}")
+        if not results:
+            print("no chunk matches these filters" if filters else "no results (is the index empty? run `rag ingest`)")
+        elif not meets:
+            print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
+                  "the indexed documents probably do not answer this)")
+    return EXIT_OK
+
+
+def run_across(args, names: list[str]) -> int:
+    """One question over several corpora: one ranking whose scores compare (rag_assets.retrieval.across)."""
+    from rag_assets.config import Settings
+    from rag_assets.corpus import find_corpus
+    from rag_assets.embedding import embedder_key
+    from rag_assets.errors import InvalidQueryError
+    from rag_assets.orchestration.component import known_corpora
+    from rag_assets.pipeline import RAGPipeline
+    from rag_assets.retrieval.across import merge_rankings
+
+    if args.text is None or args.batch is not None:
+        print("rag: a query over several corpora takes one question (no --batch)", file=sys.stderr)
+        return EXIT_USAGE
+    if not valid_count(args.top_k, "--top-k"):
+        return EXIT_USAGE
+    if args.collection:
+        raise ConfigurationError("--collection does not go with several --corpus: each corpus has its own")
+    try:
+        filters = filters_from_args(args)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    base = Settings.from_env()
+    known = known_corpora(base.corpora_dir)
+    pipelines = {}
+    embedders = {}  # corpora with the same embedder settings share one model (loaded once)
+    for name in names:
+        settings = find_corpus(name, base, known).settings()
+        pipeline = RAGPipeline.from_settings(settings, embedder=embedders.get(embedder_key(settings)))
+        embedders.setdefault(embedder_key(settings), pipeline.retriever.embedder)
+        pipelines[name] = pipeline
+    try:
+        rankings = {name: p.search(args.text, args.mode, args.top_k, filters) for name, p in pipelines.items()}
+    except InvalidQueryError as exc:
+        print(f"rag: invalid query: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    models = {p.settings.model_name for p in pipelines.values()}
+    merged = merge_rankings(rankings, args.top_k, same_model=len(models) == 1)
+    mode = RetrievalMode.parse(args.mode, base.retrieval_mode)
+    if args.json:
+        print(json.dumps({
+            "query": args.text, "mode": mode, "filters": filters, "corpora": names,
+            "confidence": {name: round(h, 6) for name, h in
+                           {hit.corpus: hit.confidence for hit in merged}.items()},
+            "results": [{**hit.result.as_dict(), "corpus": hit.corpus, "score": round(hit.score, 6),
+                         "corpus_score": round(float(hit.result.score), 6)} for hit in merged],
+        }, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for rank, hit in enumerate(merged, 1):
+        r = hit.result
+        print(f"{rank}. [{hit.score:.4f}] {hit.corpus}: {r.doc_path} — {r.heading_breadcrumb or r.section}")
+        print(f"   {' '.join(r.text.split())[:240]}")
+    if not merged:
+        print("no results (are the corpora indexed? `rag corpora`)")
+    return EXIT_OK
+
+
+def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int, filters=None) -> int:
+    """One JSON line per input line; a bad line is reported (file:line) and skipped, exit 1 at the end.
+    A line's own "filters" object replaces the flags' filters for that line."""
+    from rag_assets.errors import InvalidQueryError
+
+    failures = 0
+    # Binary, decoded line by line: one line in another encoding must fail alone, not the whole file.
+    with open(batch, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if lineno == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                failures += 1
+                print(f"rag: {batch}:{lineno}: not valid UTF-8 (byte {exc.start + 1} of the line): "
+                      "re-save the file as UTF-8", file=sys.stderr)
+                continue
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                if not isinstance(item, dict):
+                    raise ValueError(f"expected a JSON object, got {type(item).__name__}")
+                question = item.get("question", item.get("query"))
+                if not isinstance(question, str):
+                    raise ValueError('needs a "question" (or "query") string')
+                results = pipeline.search(question, mode, top_k, item.get("filters", filters))
+            except (ValueError, InvalidQueryError) as exc:  # json.JSONDecodeError is a ValueError
+                failures += 1
+                print(f"rag: {batch}:{lineno}: {exc}", file=sys.stderr)
+                continue
+            print(json.dumps(
+                {"id": item.get("id"), "query": question, "results": [r.as_dict() for r in results]},
+                ensure_ascii=False,
+            ), flush=True)
+    if failures:
+        print(f"rag: {failures} line(s) of {batch} failed", file=sys.stderr)
+    return EXIT_PARTIAL if failures else EXIT_OK
