@@ -59,6 +59,12 @@ def test_left_out_pages_are_counted_removed_when_they_leave_and_indexed_when_the
     assert all(langs == {"en"} for langs in chunk_languages(settings).values())
     noop = quick_noop(settings)  # nothing moved: the no-op answer says what is left out too
     assert noop is not None and noop.left_out == summary.left_out
+    import dagster as dg
+    from rag_assets.orchestration.runs import get_instance
+
+    meta = get_instance().get_latest_materialization_event(dg.AssetKey("document_catalog")).asset_materialization.metadata
+    assert meta["documents_left_out"].value == 5 and meta["left_out"].value == summary.left_out
+    assert meta["default_language"].value == "en" and "`es/rate-limits.md` | translation" in meta["left_out_pages"].value
 
     page = site / "rate-limits.md"
     page.write_text("---\nnoindex: true\n---\n" + page.read_text(encoding="utf-8"), encoding="utf-8")
