@@ -14,6 +14,7 @@ from rag_assets_tests.conftest import SAMPLE_EVAL_SET
 from rag_assets.orchestration.definitions import (
     PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
+from rag_assets.evaluation.synthetic.tuning import OFFLINE_GENERATOR
 
 RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
 
@@ -244,7 +245,7 @@ def test_with_a_chat_model_configured_the_questions_are_llm_written(indexed, rag
     monkeypatch.setenv("RAG_EVAL_SYNTHETIC_GENERATOR", "offline")  # the choice can be forced
     offline = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES),
                             "synthetic_eval_set")
-    assert offline["generator"] == "offline-v2"
+    assert offline["generator"] == OFFLINE_GENERATOR
 
 
 def test_retrieval_evaluation_alone_brings_the_synthetic_set_up_to_date(indexed, rag_env):
