@@ -206,14 +206,17 @@ def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
     misses required metadata fails by name (InvalidDocumentError)."""
     def work(ref: DocumentRef, _):
         doc, mdx_stats = snippets.render_page(frontmatter.read_document(ref), ref, max_file_bytes)
-        doc = document_metadata.complete(doc, ref, policy)
-        return asdict(doc), {"title": doc.title, "tags": len(doc.tags), "body_chars": len(doc.body), **mdx_stats}
+        warnings: list[str] = []  # logged where they arise, counted here
+        doc = document_metadata.complete(doc, ref, policy, warnings)
+        return asdict(doc), {"title": doc.title, "tags": len(doc.tags), "body_chars": len(doc.body), **mdx_stats,
+                             "metadata_warnings": len(warnings)}
 
     report = _run_each(PARSED, refs, stages, policy.fingerprint, [], work, progress)
     report.stats = {
         "documents_parsed": len(report.processed),
         "snippets_expanded": sum(d.get("snippets_expanded", 0) for d in report.per_document.values()),
         "mdx_warnings": sum(d.get("mdx_warnings", 0) for d in report.per_document.values()),
+        "metadata_warnings": sum(d.get("metadata_warnings", 0) for d in report.per_document.values()),
     }
     return report
 

@@ -5,6 +5,7 @@
     {"tags": ["ros", "nodes"]}                  # tags: the document has any of them (case-insensitive)
     {"path_prefix": "guides/"}                  # doc_path starts with it (any of, for a list)
     {"module": "module-2", "doc_type": "lab"}   # several keys: all of them
+    {"language": "zh"}                          # a page's language: zh matches zh, zh-CN, zh-TW; zh-CN only zh-CN
 
 Keys are the document-level fields every chunk carries: `module`, `chapter`, `doc_type`, `tags`,
 `source`, `last_update_date`, `title`, any scalar frontmatter key, plus `path_prefix` (and
@@ -28,7 +29,8 @@ from rag_assets.index.chroma_store import CHUNK_KEYS
 
 PATH_PREFIX = "path_prefix"
 TAGS = "tags"
-ALWAYS_KNOWN = frozenset({PATH_PREFIX, TAGS, "doc_path", "module", "chapter", "doc_type"})
+LANGUAGE = "language"
+ALWAYS_KNOWN = frozenset({PATH_PREFIX, TAGS, LANGUAGE, "doc_path", "module", "chapter", "doc_type"})
 
 
 # YAML's words for booleans (frontmatter `draft: yes` is True): a filter's text compares as the boolean
@@ -60,6 +62,17 @@ def normalise(value: Any) -> str:
 
 
 _NUMBER = re.compile(r"[+-]?((0|[1-9]\d*)(\.\d*)?|\.\d+)([eE][+-]?\d+)?")  # "00123" is a code, not 123
+
+
+def _text(key: str, value: Any) -> str:
+    """A value of a key compared as text: tags in any case, a language code in any case and with `-`
+    or `_` (zh_CN is zh-cn), a path as it is."""
+    text = str(value).strip()
+    if key == TAGS:
+        return text.casefold()
+    if key == LANGUAGE:
+        return text.casefold().replace("_", "-")
+    return text
 
 
 def split_tags(value: Any) -> list[str]:
@@ -95,8 +108,8 @@ class Filters:
                                          f"{type(odd).__name__} {odd!r:.60}")
             if any(isinstance(v, float) and not math.isfinite(v) for v in values):
                 raise InvalidFilterError(f"filter {key!r}: a number must be finite, got {value!r}")
-            if key in (TAGS, PATH_PREFIX, "doc_path"):  # text as it is written (tags: in any case)
-                normalised = tuple(sorted({str(v).strip().casefold() if key == TAGS else str(v).strip() for v in values}))
+            if key in (TAGS, LANGUAGE, PATH_PREFIX, "doc_path"):  # text as it is written ("no" is Norwegian)
+                normalised = tuple(sorted({_text(key, v) for v in values}))
             else:
                 normalised = tuple(sorted({normalise(v) for v in values}))
             clauses.append((key.strip(), normalised))
@@ -125,6 +138,9 @@ class Filters:
                 ok = doc_path in values
             elif key == TAGS:
                 ok = any(t.casefold() in values for t in split_tags(fields.get(TAGS)))
+            elif key == LANGUAGE:
+                code = _text(LANGUAGE, fields.get(LANGUAGE, ""))
+                ok = code in values or code.split("-", 1)[0] in values
             else:
                 ok = key in fields and normalise(fields[key]) in values
             if not ok:
