@@ -141,6 +141,9 @@ def test_one_normal_form_for_values_from_python_and_from_a_command_line():
     assert not Filters.parse({"code": "123"}).matches("a.md", stored)  # a code with leading zeros is text
     assert not Filters.parse({"draft": False}).matches("a.md", stored)
     assert Filters.parse({"tags": ["Yes"]}).matches("a.md", {"tags": "yes, no"})  # tags compare as written
+    assert Filters.parse({"tags": ["ROS_2"]}).matches("a.md", {"tags": "ros_2, nodes"})
+    assert Filters.parse({"language": "no"}).matches("a.md", {"language": "no"})  # Norwegian, not false
+    assert Filters.parse({"language": "zh"}).matches("a.md", {"language": "zh_CN"})
 
 
 def _rag(pipeline, *args: str) -> subprocess.CompletedProcess:
