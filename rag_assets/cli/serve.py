@@ -47,7 +47,7 @@ def run_serve(args) -> int:
 
     token = os.environ.get("RAG_SERVE_TOKEN") or None
     check_bind(args.host, token)  # before anything loads
-    configure_logging()
+    configure_logging(args.log_queries)
     return serve(_service(args), args.host, args.port, token=token, log_queries=args.log_queries)
 
 

@@ -52,20 +52,25 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def configure_logging() -> None:
+def configure_logging(log_queries: bool = False) -> None:
+    """Logs on stderr: the request log (INFO) and the warnings of the rest of the package; the rest's
+    INFO lines stay off, since some name the question (answering's "question received"), unless the
+    queries are to be logged."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     logger = logging.getLogger("rag_assets")
     if not any(getattr(h, "_rag_serve", False) for h in logger.handlers):
         handler._rag_serve = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.INFO if log_queries else logging.WARNING)
     logger.propagate = False
+    log.setLevel(logging.INFO)
 
 
 def serve(service: IndexService, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, token: str | None = None,
           log_queries: bool = False, warm: bool = True) -> int:
-    """Serve HTTP and MCP (/mcp) until SIGTERM or SIGINT; 0 after a graceful stop."""
+    """Serve HTTP and MCP (/mcp) until SIGTERM or SIGINT: the requests in flight are answered, the
+    server files removed, and the process ends by that signal (exit 143 / 130)."""
     import uvicorn
 
     from rag_assets.serving.http_app import create_app
@@ -90,9 +95,15 @@ def serve(service: IndexService, host: str = DEFAULT_HOST, port: int = DEFAULT_P
         print(f"rag serve: listening on {url} (corpora: {', '.join(service.names)}; MCP at {url}/mcp; "
               f"API at {url}/docs{'; bearer token required' if token else ''})", file=sys.stderr, flush=True)
 
+    stopped = []
+
     def on_stop() -> None:
+        if stopped:
+            return
+        stopped.append(True)
         for name in service.names:
             server_file.remove(service.settings(name).state_dir, pid)
+        print("rag serve: stopped (requests in flight were answered)", file=sys.stderr, flush=True)
 
     app = create_app(service, token=token, mcp_server=build_mcp_server(service), log_queries=log_queries,
                      loopback=is_loopback(host), on_start=on_start, on_stop=on_stop)
@@ -100,11 +111,10 @@ def serve(service: IndexService, host: str = DEFAULT_HOST, port: int = DEFAULT_P
                             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
     server = uvicorn.Server(config)
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=[sock])  # after SIGTERM/SIGINT uvicorn re-raises the signal: exit 143/130
     finally:
         on_stop()
         sock.close()
-    print("rag serve: stopped", file=sys.stderr, flush=True)
     return 0
 
 

@@ -1,0 +1,32 @@
+"""A served sample index for the serving tests: the conftest sample corpus indexed once per module
+as the default corpus, plus a second corpus (its rate-limits page only) for searches over several."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_assets.config import Settings
+from rag_assets.corpus import Corpus
+from rag_assets.serving.service import IndexService
+from rag_assets_tests.support.index_builder import build_index, build_sample_index
+
+SECOND = "limits"
+
+
+def sample_corpora(root: Path) -> tuple[dict[str, str], list[tuple[Corpus, Settings]]]:
+    """(the default corpus's env vars, [(default, its settings), (limits, its settings)]), both indexed."""
+    from rag_assets_tests.conftest import SAMPLE_DOCS, write_corpus
+
+    env, settings = build_sample_index(root / "default")
+    env = {**env, "RAG_CORPORA_DIR": str(root / "corpora")}
+    settings = Settings.from_env(env)
+    second = Corpus.named(SECOND, write_corpus(root / "limits-docs", {"rate-limits.md": SAMPLE_DOCS["rate-limits.md"]}),
+                          root / "corpora")
+    second_settings = second.settings(env)
+    build_index(second_settings.docs_dir, second_settings)
+    return env, [(Corpus(), settings), (second, second_settings)]
+
+
+def sample_service(root: Path, **kwargs) -> tuple[dict[str, str], IndexService]:
+    env, corpora = sample_corpora(root)
+    return env, IndexService(corpora, **kwargs)
