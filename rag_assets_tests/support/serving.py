@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_assets.config import Settings
-from rag_assets.corpus import Corpus
+from rag_assets.corpus import Corpus, register
 from rag_assets.serving.service import IndexService
 from rag_assets_tests.support.index_builder import build_index, build_sample_index
 
@@ -22,6 +22,7 @@ def sample_corpora(root: Path) -> tuple[dict[str, str], list[tuple[Corpus, Setti
     settings = Settings.from_env(env)
     second = Corpus.named(SECOND, write_corpus(root / "limits-docs", {"rate-limits.md": SAMPLE_DOCS["rate-limits.md"]}),
                           root / "corpora")
+    register(second, root / "corpora")  # known to `rag serve` and `rag --corpus limits` like any indexed folder
     second_settings = second.settings(env)
     build_index(second_settings.docs_dir, second_settings)
     return env, [(Corpus(), settings), (second, second_settings)]
