@@ -103,6 +103,12 @@ def test_http_server_mcp_query_docs_and_sigterm(env):
             assert remote.returncode == local.returncode == 0, remote.stderr + local.stderr
             assert remote.stdout == local.stdout
             printed[tuple(args)] = local.stdout
+        # that path imports nothing heavy
+        timed = subprocess.run([sys.executable, "-X", "importtime", "-m", "rag_assets", "query", QUESTION], env=served,
+                               capture_output=True, text=True, timeout=120)
+        assert timed.returncode == 0 and timed.stdout == printed[("query", QUESTION)]
+        imported = {line.split("|")[-1].strip().split(".")[0] for line in timed.stderr.splitlines() if "|" in line}
+        assert not imported & {"numpy", "chromadb", "dagster", "onnxruntime", "sqlalchemy", "openai"}, imported
         # without the token the CLI does not ask this server: it answers locally, the same
         without_token = subprocess.run([RAG, "query", QUESTION], env=env, capture_output=True, text=True, timeout=300)
         assert without_token.returncode == 0 and without_token.stdout == printed[("query", QUESTION)]
