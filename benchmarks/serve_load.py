@@ -20,7 +20,7 @@ data/eval/claude-docs.jsonl in its own shuffled order, top_k 5, hybrid. Two quer
 by the client (send to last byte); the server's own time (``elapsed_ms``) is reported beside it.
 
     python benchmarks/serve_load.py [--workdir /tmp/serve/load] [--seconds 60] [--clients 20]
-        [--scenarios bundled,bundled-unique,10k-unique,ingest] [--json]
+        [--scenarios bundled,bundled-unique,10k-unique,ingest] [--rate R] [--json]
 
 Nothing is written to the repository. The 1-minute load average is printed with every figure.
 """
@@ -139,7 +139,10 @@ class Server:
         return self.proc.wait(timeout=60)
 
 
-def run_load(server: Server, seconds: float, clients: int, unique: bool, marker_every: int = 0) -> dict:
+def run_load(server: Server, seconds: float, clients: int, unique: bool, marker_every: int = 0,
+             rate: float = 0.0) -> dict:
+    """clients threads asking back to back (rate 0: closed loop, the server saturated), or each at most
+    `rate` requests a second (an open load: a chat backend's users, not a flood)."""
     qs = questions()
     latencies: list[float] = []
     server_ms: list[float] = []
@@ -156,7 +159,13 @@ def run_load(server: Server, seconds: float, clients: int, unique: bool, marker_
         rng.shuffle(order)
         conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
         i = 0
+        next_at = time.monotonic() + (rng.random() / rate if rate else 0.0)
         while time.monotonic() < stop_at:
+            if rate:
+                pause = next_at - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                next_at += 1.0 / rate
             marker = marker_every and i % marker_every == marker_every - 1
             question = MARKER_QUERY if marker else order[i % len(order)]
             with lock:
@@ -256,12 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--scenarios", default="bundled,bundled-unique,10k-unique,ingest")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="requests a second per client (default 0: back to back, the server saturated)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     scenarios = args.scenarios.split(",")
-    report: dict = {"machine": machine(), "seconds": args.seconds, "clients": args.clients, "scenarios": {}}
+    report: dict = {"machine": machine(), "seconds": args.seconds, "clients": args.clients, "rate": args.rate,
+                    "scenarios": {}}
     bundled = ensure_bundled(workdir)
     for name in scenarios:
         env = ensure_10k(workdir, bundled) if name.startswith("10k") else bundled
@@ -273,13 +285,13 @@ def main(argv: list[str] | None = None) -> int:
                 loop = threading.Thread(target=ingest_loop, args=(env, stop, record))
                 loop.start()
                 try:
-                    result = run_load(server, args.seconds, args.clients, unique=True, marker_every=5)
+                    result = run_load(server, args.seconds, args.clients, unique=True, marker_every=5, rate=args.rate)
                 finally:
                     stop.set()
                     loop.join()
                 result["ingests"] = record["ingests"]
             else:
-                result = run_load(server, args.seconds, args.clients, unique=name.endswith("unique"))
+                result = run_load(server, args.seconds, args.clients, unique=name.endswith("unique"), rate=args.rate)
             if name == "bundled":
                 result["rag_query_via_server"] = cli_via_server(env)
         finally:
