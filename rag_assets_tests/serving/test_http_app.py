@@ -16,8 +16,7 @@ from rag_assets.serving.mcp_tools import build_mcp_server
 from rag_assets.serving.openapi import openapi_document
 from rag_assets.serving.requests import _ANSWER_FIELDS, _SEARCH_FIELDS
 from rag_assets.serving.service import IndexService
-from rag_assets_tests.support.openai_server import OpenAIStubServer
-from rag_assets_tests.support.serving import SECOND, sample_corpora
+from rag_assets_tests.support.serving import SECOND, chat_stub, sample_corpora, with_chat
 
 STREAMING = "How can I receive the response incrementally as events?"
 URL = "http://127.0.0.1:8765"
@@ -30,15 +29,13 @@ def corpora(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chat():
-    with OpenAIStubServer(default_chat_reply="Set stream to true [Source 1].") as srv:
+    with chat_stub() as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
 def service(corpora, chat):
-    with_chat = [(c, dataclasses.replace(s, openai_api_key="sk-test-000", openai_base_url=chat.base_url))
-                 for c, s in corpora]
-    return IndexService(with_chat)
+    return IndexService(with_chat(corpora, chat))
 
 
 @pytest.fixture(scope="module")
@@ -130,8 +127,7 @@ def test_answer_without_a_chat_model_is_a_503_and_a_failing_one_a_502(corpora, c
     assert r.status_code == 503 and "OPENAI_API_KEY" in r.json()["error"]
     from rag_assets_tests.support.openai_server import CHAT_PATH, Fault
 
-    failing = [(c, dataclasses.replace(s, openai_api_key="sk-test-000", openai_base_url=chat.base_url,
-                                       chat_max_retries=1)) for c, s in corpora[:1]]
+    failing = with_chat(corpora[:1], chat, chat_max_retries=1)
     chat.reset()
     chat.always(Fault.status(500, path=CHAT_PATH))
     try:

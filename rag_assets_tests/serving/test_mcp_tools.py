@@ -4,31 +4,26 @@ from the OpenAI-compatible stub, and the pages as resources."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import anyio
 import pytest
 from mcp import Client
 
 from rag_assets.serving.mcp_tools import build_mcp_server, page_uri
 from rag_assets.serving.service import IndexService
-from rag_assets_tests.support.openai_server import OpenAIStubServer
-from rag_assets_tests.support.serving import SECOND, sample_corpora
+from rag_assets_tests.support.serving import SECOND, chat_stub, sample_corpora, with_chat
 
 STREAMING = "How can I receive the response incrementally as events?"
 
 
 @pytest.fixture(scope="module")
 def chat():
-    with OpenAIStubServer(default_chat_reply="Use server-sent events [Source 1].") as srv:
+    with chat_stub() as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, chat):
-    corpora = sample_corpora(tmp_path_factory.mktemp("mcp"))[1]
-    corpora = [(c, dataclasses.replace(s, openai_api_key="sk-test-000", openai_base_url=chat.base_url)) for c, s in corpora]
-    return build_mcp_server(IndexService(corpora))
+    return build_mcp_server(IndexService(with_chat(sample_corpora(tmp_path_factory.mktemp("mcp"))[1], chat)))
 
 
 def run(server, fn):

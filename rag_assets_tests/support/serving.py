@@ -9,6 +9,7 @@ from rag_assets.config import Settings
 from rag_assets.corpus import Corpus, register
 from rag_assets.serving.service import IndexService
 from rag_assets_tests.support.index_builder import build_index, build_sample_index
+from rag_assets_tests.support.openai_server import OpenAIStubServer
 
 SECOND = "limits"
 
@@ -31,3 +32,16 @@ def sample_corpora(root: Path) -> tuple[dict[str, str], list[tuple[Corpus, Setti
 def sample_service(root: Path, **kwargs) -> tuple[dict[str, str], IndexService]:
     env, corpora = sample_corpora(root)
     return env, IndexService(corpora, **kwargs)
+
+
+def chat_stub(reply: str = "Set stream to true [Source 1].") -> OpenAIStubServer:
+    """The OpenAI-compatible stub the answers of the serving tests come from (a context manager)."""
+    return OpenAIStubServer(default_chat_reply=reply)
+
+
+def with_chat(corpora: list[tuple[Corpus, Settings]], chat: OpenAIStubServer, **settings) -> list[tuple[Corpus, Settings]]:
+    """The corpora with their chat model at the stub (and any other settings replaced)."""
+    import dataclasses
+
+    return [(c, dataclasses.replace(s, openai_api_key="sk-test-000", openai_base_url=chat.base_url, **settings))
+            for c, s in corpora]

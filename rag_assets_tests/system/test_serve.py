@@ -23,8 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from rag_assets.serving import server_file
 from rag_assets_tests.conftest import subprocess_env
-from rag_assets_tests.support.openai_server import OpenAIStubServer
-from rag_assets_tests.support.serving import SECOND, sample_corpora
+from rag_assets_tests.support.serving import SECOND, chat_stub, sample_corpora
 
 pytestmark = pytest.mark.system
 
@@ -36,7 +35,7 @@ QUESTION = "How can I receive the response incrementally as events?"
 
 @pytest.fixture(scope="module")
 def chat():
-    with OpenAIStubServer(default_chat_reply="Set stream to true [Source 1].") as srv:
+    with chat_stub() as srv:
         yield srv
 
 
