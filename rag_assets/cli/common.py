@@ -1,7 +1,10 @@
-"""What every `rag` command shares: its exit codes and the check of a result count."""
+"""What every `rag` command shares: its exit codes, the check of a result count, and where the
+library's log lines go."""
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 from rag_assets.vocabulary.modes import validate_top_k
@@ -22,3 +25,23 @@ def jsonable(value):
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)
+
+
+def library_log_lines() -> None:
+    """The package's log lines on stderr as ``rag: message``, one line each: warnings (e.g. a search
+    snapshot built once from the store). Errors are the command's to report, in its own one line (an
+    exception it prints, an answer's error): the library's ERROR records of the same failure are left
+    out unless RAG_LOG_LEVEL asks for them (RAG_LOG_LEVEL=INFO shows everything from INFO up)."""
+    logger = logging.getLogger("rag_assets")
+    if any(getattr(h, "rag_cli", False) for h in logger.handlers):
+        return
+    wanted = os.environ.get("RAG_LOG_LEVEL", "").strip().upper()
+    level = logging.getLevelName(wanted) if wanted else logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.rag_cli = True
+    handler.setFormatter(logging.Formatter("rag: %(message)s"))
+    handler.setLevel(level if isinstance(level, int) else logging.WARNING)
+    if not wanted:
+        handler.addFilter(lambda record: record.levelno < logging.ERROR)
+    logger.addHandler(handler)
+    logger.setLevel(min(logger.getEffectiveLevel(), handler.level))

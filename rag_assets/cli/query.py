@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, valid_count
+from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, library_log_lines, valid_count
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.errors import ConfigurationError
 from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode
@@ -33,6 +33,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from rag_assets.embedding import warm_in_background
+
+    library_log_lines()
+
+    # the model loads on the other core while the retrieval code is imported and the snapshot read
+    warm_in_background(args.corpus.settings())
     from rag_assets.errors import InvalidQueryError
     from rag_assets.pipeline import GATE_HEAD, RAGPipeline
 
@@ -96,6 +102,7 @@ def run_across(args, names: list[str]) -> int:
     from rag_assets.pipeline import RAGPipeline
     from rag_assets.retrieval.across import merge_rankings
 
+    library_log_lines()
     if args.text is None or args.batch is not None:
         print("rag: a query over several corpora takes one question (no --batch)", file=sys.stderr)
         return EXIT_USAGE

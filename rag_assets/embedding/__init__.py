@@ -5,6 +5,7 @@ Importing this package is cheap: onnxruntime, tokenizers and openai are imported
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 
@@ -79,5 +80,11 @@ def warm_in_background(settings: Settings) -> threading.Thread | None:
         warm = getattr(shared_embedder(settings), "warm", None)
     except Exception:  # noqa: BLE001 - reported by the run that loads it
         return None
+    if warm is None:
+        return None
     # a failed warm-up keeps nothing: the run loads the model again and reports the error
-    return start_quietly("rag-embedder-warm-up", warm) if warm is not None else None
+    thread = start_quietly("rag-embedder-warm-up", warm)
+    # the process must not end while onnxruntime builds its session (it aborts: "terminate called
+    # without an active exception"), e.g. a command that fails on its arguments at once
+    atexit.register(thread.join)
+    return thread
