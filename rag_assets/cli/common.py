@@ -33,15 +33,25 @@ def library_log_lines() -> None:
     exception it prints, an answer's error): the library's ERROR records of the same failure are left
     out unless RAG_LOG_LEVEL asks for them (RAG_LOG_LEVEL=INFO shows everything from INFO up)."""
     logger = logging.getLogger("rag_assets")
-    if any(getattr(h, "rag_cli", False) for h in logger.handlers):
+    if any(isinstance(h, _StderrLines) for h in logger.handlers):
         return
     wanted = os.environ.get("RAG_LOG_LEVEL", "").strip().upper()
     level = logging.getLevelName(wanted) if wanted else logging.WARNING
-    handler = logging.StreamHandler(sys.stderr)
-    handler.rag_cli = True
+    handler = _StderrLines()
     handler.setFormatter(logging.Formatter("rag: %(message)s"))
     handler.setLevel(level if isinstance(level, int) else logging.WARNING)
     if not wanted:
         handler.addFilter(lambda record: record.levelno < logging.ERROR)
     logger.addHandler(handler)
     logger.setLevel(min(logger.getEffectiveLevel(), handler.level))
+
+
+class _StderrLines(logging.Handler):
+    """Each record as a line on the process's stderr as it is when the record comes (not when the
+    handler was made)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001 - logging's own rule: a failed log line is reported, never raised
+            self.handleError(record)
