@@ -16,16 +16,21 @@ the state database) and CURRENT, and returns the view of the live manifest, reus
 already has open (a long-lived reader follows a commit by opening the new segment, not the whole
 index). When the snapshot does not answer for the state database's generation — an index written by an
 earlier version of this project, or by a writer that did not commit — the reader builds it from the store
-once, under the snapshot's lock, and logs a WARNING saying so (snapshot_writer.SnapshotWriter.rebuild).
+once, under the snapshot's lock, and logs a WARNING saying so (snapshot_writer.SnapshotWriter.rebuild);
+on a state folder it may not write (a read-only mount) it builds one for itself in a temporary folder.
 """
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import logging
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -226,9 +231,12 @@ class SnapshotView:
         q = np.asarray(query_vector, dtype=np.float32)
         if not len(self):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        sims = np.concatenate([np.asarray(s.vectors) @ q for s in self.segments])[self._row_phys]
-        rows = np.flatnonzero(mask) if mask is not None else np.arange(len(sims))
-        sims = sims[rows]
+        if mask is not None:  # the selected rows' vectors only
+            rows = np.flatnonzero(mask)
+            sims = self.vectors(rows) @ q
+        else:  # every vector, segment by segment as stored (the dead rows' cosines are dropped after)
+            rows = np.arange(len(self))
+            sims = np.concatenate([np.asarray(s.vectors) @ q for s in self.segments])[self._row_phys]
         k = min(k, len(rows))
         if k <= 0:
             return rows[:0], sims[:0]
@@ -236,18 +244,21 @@ class SnapshotView:
         top = top[np.lexsort((rows[top], -sims[top]))]
         return rows[top], sims[top]
 
-    def cosines(self, query_vector: np.ndarray, rows: Sequence[int]) -> np.ndarray:
-        """Dense cosine of the query with the given rows' stored vectors (float32, in order)."""
-        q = np.asarray(query_vector, dtype=np.float32)
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        """The given rows' stored vectors (float32, rows x dimension, in order)."""
         rows = np.asarray(rows, dtype=np.int64)
-        out = np.zeros(len(rows), dtype=np.float32)
+        out = np.zeros((len(rows), self.dimension or 0), dtype=np.float32)
         phys = self._row_phys[rows]
         for s, segment in enumerate(self.segments):
             lo, hi = self._bases[s], self._bases[s + 1]
             at = np.flatnonzero((phys >= lo) & (phys < hi))
             if len(at):
-                out[at] = np.asarray(segment.vectors[phys[at] - lo], dtype=np.float32) @ q
+                out[at] = segment.vectors[phys[at] - lo]
         return out
+
+    def cosines(self, query_vector: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+        """Dense cosine of the query with the given rows' stored vectors (float32, in order)."""
+        return self.vectors(rows) @ np.asarray(query_vector, dtype=np.float32)
 
 
 class SearchSnapshot:
@@ -264,6 +275,7 @@ class SearchSnapshot:
         self.heading_repeats = repeats
         self.builds = builds if builds is not None else builds_for(settings)
         self._open_store = open_store
+        self._private: FolderBuilds | None = None  # a build of this process's own (a folder it cannot write)
         self._segments: dict[str, Segment] = {}
         self._views: OrderedDict[str, SnapshotView] = OrderedDict()  # generation -> view, the live one last
         self._lock = threading.Lock()
@@ -282,11 +294,15 @@ class SearchSnapshot:
             manifest = self.builds.manifest(name)
             if name is not None and manifest is None:
                 continue  # replaced while it was read
+            builds = self.builds
             if not follows(manifest, generation):
-                self._rebuild(manifest, generation)
-                continue
+                private = self._private.current() if self._private is not None else None
+                if not follows(private, generation):
+                    self._rebuild(manifest, generation)
+                    continue
+                manifest, builds = private, self._private
             try:
-                return self._open(manifest)
+                return self._open(manifest, builds)
             except FileNotFoundError:
                 continue  # a segment was collected by a newer commit: read CURRENT again
         raise RuntimeError(f"the search snapshot of collection {self.collection!r} kept changing while it was read")
@@ -300,11 +316,11 @@ class SearchSnapshot:
     def generation(self) -> str | None:
         return self.view().generation
 
-    def _open(self, manifest: dict | None) -> SnapshotView:
+    def _open(self, manifest: dict | None, builds: FolderBuilds) -> SnapshotView:
         names = [s["name"] for s in (manifest or {}).get("segments", [])]
         with self._lock:
             segments = [self._segments.get(n) for n in names]
-        opened = [s if s is not None else Segment(self.builds.segment_folder(n)) for s, n in zip(segments, names)]
+        opened = [s if s is not None else Segment(builds.segment_folder(n)) for s, n in zip(segments, names)]
         view = SnapshotView(manifest, opened, self.heading_repeats)
         with self._lock:
             self._views[view.generation] = view
@@ -323,6 +339,18 @@ class SearchSnapshot:
         from rag_assets.retrieval.snapshot_builds import stale_reason
         from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
-        writer = SnapshotWriter(self.settings, self._open_store())
-        writer.rebuild(f"{stale_reason(manifest, generation)} (found by a query)")
+        reason = f"{stale_reason(manifest, generation)} (found by a query)"
+        store = self._open_store()
+        try:
+            writer = SnapshotWriter(self.settings, store)
+            writer.rebuild(reason)
+        except OSError as exc:  # a state folder this reader may not write (a read-only mount)
+            log.warning("search snapshot of collection %r: %s cannot be written (%s); building it for this "
+                        "process only", self.collection, self.builds.root, exc)
+            if self._private is None:
+                folder = Path(tempfile.mkdtemp(prefix="rag-snapshot-"))
+                atexit.register(shutil.rmtree, folder, True)
+                self._private = FolderBuilds(folder / self.collection)
+            writer = SnapshotWriter(self.settings, store, builds=self._private)
+            writer.rebuild(reason)
         self.rebuilds += writer.rebuilds

@@ -31,7 +31,8 @@ import numpy as np
 
 from rag_assets.index.chroma_store import chunk_metadata
 from rag_assets.index.generation import new_generation, read_generation, set_generation
-from rag_assets.retrieval.snapshot_builds import MANIFEST_FORMAT, builds_for, follows, snapshot_follows, stale_reason
+from rag_assets.retrieval.snapshot_builds import (MANIFEST_FORMAT, FolderBuilds, builds_for, follows, snapshot_follows,
+                                                  stale_reason)
 from rag_assets.retrieval.snapshot_segments import (Segment, SnapshotChunk, SnapshotDocument, merge_segments,
                                                     save_segment, segment_columns)
 
@@ -50,13 +51,13 @@ class SnapshotWriter:
     """Commits to one collection's search snapshot. `store`: the ChromaStore written (its collection id
     and model; a rebuild reads it); `state`: the settings' StateDB."""
 
-    def __init__(self, settings, store, state=None):
+    def __init__(self, settings, store, state=None, builds: FolderBuilds | None = None):
         from rag_assets.index.state_db import StateDB
 
         self.settings = settings
         self.store = store
         self.state = state if state is not None else StateDB.for_settings(settings)
-        self.builds = builds_for(settings, self.state)
+        self.builds = builds if builds is not None else builds_for(settings, self.state)
         self.commits = 0
         self.rebuilds = 0
         self._segments: dict[str, Segment] = {}

@@ -69,6 +69,19 @@ def test_a_query_reads_a_state_folder_it_cannot_write_and_an_ingest_says_why_it_
         assert str(state_ro) in failed.stderr and "unexpected" not in failed.stderr
 
 
+def test_a_reader_on_a_read_only_mount_builds_a_missing_search_snapshot_for_itself(rag_env, dagster_home):
+    build_index(rag_env / "docs", Settings.from_env(), snapshot=False)  # an index an earlier version wrote
+    checkpoint(rag_env / "state")
+    with read_only_mount(rag_env / "state", rag_env / "state_ro") as state_ro:
+        env = {**os.environ, "RAG_STATE_DIR": str(state_ro)}
+        proc = rag("query", QUESTION, "--top-k", "2", env=env)
+        assert "rate-limits.md" in proc.stdout
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 2 and "cannot be written" in lines[0] and "for this process only" in lines[0], lines
+        assert "building it from the store once" in lines[1], lines
+        assert not list((state_ro / "keyword").glob("*/seg-*"))  # nothing was written there
+
+
 def test_opening_the_state_database_never_writes(indexed):
     settings = Settings.from_env()
     checkpoint(settings.state_dir)
