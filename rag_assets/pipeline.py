@@ -90,13 +90,6 @@ class RAGPipeline:
             base = settings or Settings.from_env()
             settings = find_corpus(corpus, base, known_corpora(base.corpora_dir)).settings()
         settings = settings or Settings.from_env()
-        if embedder is None:
-            from rag_assets.embedding import shared_embedder, warm_in_background
-
-            # the process's model for these settings, loading on the other core while the first
-            # query reads the snapshot (onnxruntime builds its session without the GIL)
-            embedder = shared_embedder(settings)
-            warm_in_background(settings)
         return cls(Retriever.from_settings(settings, embedder=embedder), settings)
 
     @property

@@ -33,12 +33,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from rag_assets.embedding import warm_in_background
+    from rag_assets.embedding import load_embedder, warm_up
 
     library_log_lines()
-
-    # the model loads on the other core while the retrieval code is imported and the snapshot read
-    warm_in_background(args.corpus.settings())
+    settings = args.corpus.settings()
+    embedder = load_embedder(settings)
+    warm_up(embedder)  # the model loads on the other core while the retrieval code is imported
     from rag_assets.errors import InvalidQueryError
     from rag_assets.pipeline import GATE_HEAD, RAGPipeline
 
@@ -57,9 +57,9 @@ def run(args) -> int:
         if not batch.is_file():
             print(f"rag: batch file not found: {batch}", file=sys.stderr)
             return EXIT_USAGE
-        return _query_batch(RAGPipeline.from_settings(args.corpus.settings()), batch, args.mode, args.top_k, filters)
+        return _query_batch(RAGPipeline.from_settings(settings, embedder=embedder), batch, args.mode, args.top_k, filters)
 
-    pipeline = RAGPipeline.from_settings(args.corpus.settings())
+    pipeline = RAGPipeline.from_settings(settings, embedder=embedder)
     try:
         results = pipeline.search(args.text, args.mode, args.top_k, filters)
     except InvalidQueryError as exc:

