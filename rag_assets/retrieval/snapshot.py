@@ -289,7 +289,8 @@ class SearchSnapshot:
             name = self.builds.current_name()
             with self._lock:
                 live = next(reversed(self._views.values()), None)
-            if live is not None and live.name == name and generation in live.lineage:
+            if live is not None and generation in live.lineage and (live.name == name or (
+                    self._private is not None and live.name == self._private.current_name())):
                 return live
             manifest = self.builds.manifest(name)
             if name is not None and manifest is None:
@@ -313,9 +314,6 @@ class SearchSnapshot:
             held = self._views.get(generation) if generation is not None else None
         return held if held is not None else self.view()
 
-    def generation(self) -> str | None:
-        return self.view().generation
-
     def _open(self, manifest: dict | None, builds: FolderBuilds) -> SnapshotView:
         names = [s["name"] for s in (manifest or {}).get("segments", [])]
         with self._lock:
@@ -327,8 +325,7 @@ class SearchSnapshot:
             self._views.move_to_end(view.generation)
             while len(self._views) > _VIEWS_KEPT:
                 self._views.popitem(last=False)
-            held = {s.name for v in self._views.values() for s in v.segments}
-            self._segments = {s.name: s for v in self._views.values() for s in v.segments if s.name in held}
+            self._segments = {s.name: s for v in self._views.values() for s in v.segments}  # the rest are let go
             self.loads += 1
         return view
 

@@ -17,6 +17,7 @@ import pytest
 from rag_assets.config import Settings
 from rag_assets.errors import StateDatabaseError
 from rag_assets.index.state_db import STATE_FILE, StateDB
+from rag_assets.retrieval.retriever import Retriever
 from rag_assets_tests.support.index_builder import build_index
 
 QUESTION = "What HTTP status comes back when I exceed the requests per minute?"
@@ -54,7 +55,8 @@ def read_only_mount(source: Path, target: Path):
         subprocess.run(["mount", "-o", "remount,ro,bind", str(target)], check=True, capture_output=True)
         yield target
     finally:
-        subprocess.run(["umount", str(target)], check=True)
+        # lazily: a reader in this process may still hold the state database open
+        subprocess.run(["umount", "--lazy", str(target)], check=True)
 
 
 def test_a_query_reads_a_state_folder_it_cannot_write_and_an_ingest_says_why_it_cannot(indexed):
@@ -79,6 +81,10 @@ def test_a_reader_on_a_read_only_mount_builds_a_missing_search_snapshot_for_itse
         lines = proc.stderr.splitlines()
         assert len(lines) == 2 and "cannot be written" in lines[0] and "for this process only" in lines[0], lines
         assert "building it from the store once" in lines[1], lines
+        # a long-lived reader (in process) builds its own once and keeps its view while nothing changes
+        reader = Retriever.from_settings(Settings.from_env(env)).snapshot
+        view = reader.view()
+        assert len(view) and reader.view() is reader.view() is view and (reader.loads, reader.rebuilds) == (1, 1)
         assert not list((state_ro / "keyword").glob("*/seg-*"))  # nothing was written there
 
 
