@@ -4,7 +4,7 @@
     pipeline = RAGPipeline.from_settings()
     ctx = pipeline.retrieve(RetrieveRequest("How do I stream responses?", context_key="chan:user"))
 
-Contract (after ../seeds rag-pipeline-contract, adapted to this project):
+Contract (the rag-pipeline contract callers wrote; docs/api.md maps its names to ours):
 
 - ``document_chunks`` holds at most ``max_chunks`` chunks: the best ``max_chunks`` of the mode's
   ranking (hybrid by default), presented sorted by ``relevance_score`` descending; ``relevance_scores``
