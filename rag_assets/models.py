@@ -26,12 +26,16 @@ class DocumentRef:
     inode: int = 0
     file_hash: str = ""  # sha-256 of the file's own bytes ("" = content_hash)
     imports: str = ""  # local markdown files it imports, as written in the file, "\n"-separated
+    # the page's language as its corpus's scope resolved it (rag_assets.ingest.scope), and what the
+    # page says of itself (frontmatter flags, declared and detected language: scope.PageFacts)
+    language: str = ""
+    facts: str = ""
 
     def stat_matches(self, st) -> bool:
         """The file behind this ref is (as far as a stat can tell) the version that was hashed."""
         # a ref recorded before file_hash/imports existed is read again once, to learn them
         return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size_bytes, self.mtime_ns, self.inode) and self.mtime_ns != 0 \
-            and self.file_hash != ""
+            and self.file_hash != "" and self.facts != ""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,14 @@ class Catalog:
     # files found but not pages (snippets shown inside the pages that import them): their removal
     # from the index is a setting's effect, not a folder emptying, so the deletion guard ignores it
     excluded: list[str] = field(default_factory=list)
+    # pages found but out of the corpus's scope (rag_assets.ingest.scope): doc path -> reason. Those
+    # in `left_out_read` were read to decide (frontmatter, language); the others by their path alone
+    left_out: dict[str, str] = field(default_factory=dict)
+    left_out_read: list[str] = field(default_factory=list)
+    # the fingerprints of the pages read and left out: a later look whose stat matches does not read them again
+    left_out_refs: list[DocumentRef] = field(default_factory=list)
+    default_language: str = ""
+    languages: dict[str, int] = field(default_factory=dict)  # pages found per language
 
     def by_partition_key(self) -> dict[str, DocumentRef]:
         return {d.partition_key: d for d in self.documents}
@@ -131,21 +143,29 @@ class IngestSummary:
     duration_seconds: float = 0.0
     lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)
     removal_refused: str = ""  # the deletion guard kept vanished documents: why (new ones were indexed)
+    # pages found but out of the corpus's scope, by reason (rag_assets.ingest.scope), and its default language
+    left_out: dict[str, int] = field(default_factory=dict)
+    default_language: str = ""
 
 
 @dataclass
 class IngestionResult:
     """What RAGPipeline.ingest(documents) did (the rules-bot contract's shape)."""
 
-    job_id: str  # the first Dagster run of this ingest ("" when nothing needed a run)
+    # a UUID string: the first Dagster run of this ingest (look it up in the UI), or a new one when
+    # no run was needed (every document already indexed with this content, or none could be)
+    job_id: str
     documents_processed: int
     documents_failed: int
     embedding_count: int  # embeddings computed (reused ones are not counted)
-    errors: list[dict] = field(default_factory=list)  # {"doc_path", "error"}
+    # one line per failed document: the name the caller gave it (its filename, else its id), then why
+    errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
     doc_paths: list[str] = field(default_factory=list)  # where the documents live in the docs folder
     run_ids: list[str] = field(default_factory=list)
+    document_ids: list[str] = field(default_factory=list)  # the documents' ids, in order (a UUID as its text)
+    failed_ids: list[str] = field(default_factory=list)  # the ids of the documents that failed
 
     @property
     def success(self) -> bool:

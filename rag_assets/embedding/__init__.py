@@ -8,6 +8,8 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import weakref
+from collections import OrderedDict
 
 # onnxruntime reads this when it is imported; set it before anything can import it
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -28,7 +30,7 @@ _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL
 
 # the settings load_embedder and the embedders read: two corpora that agree on these share one model
 EMBEDDER_FIELDS = (
-    "embedder", "embedding_model", "embed_batch_size", "cache_dir", "openai_api_key", "openai_base_url",
+    "embedder", "embedding_model", "languages", "embed_batch_size", "cache_dir", "openai_api_key", "openai_base_url",
     "openai_max_retries", "openai_timeout_seconds", "openai_batch_size", "openai_concurrency",
     "openai_max_batch_tokens", "openai_breaker_failures", "openai_breaker_cooldown_seconds",
 )
@@ -57,7 +59,12 @@ def load_embedder(settings: Settings | None = None) -> Embedder:
     raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")
 
 
-_SHARED: dict[tuple, Embedder] = {}
+# every shared embedder something still holds (a pipeline, a run), and the last _KEPT asked for even when
+# nothing does: one model per configuration while it is used, without one kept alive per folder forever
+# (cache_dir is part of the key: a process that opens many folders, e.g. a test worker, grew to 3.9 GB)
+_SHARED: "weakref.WeakValueDictionary[tuple, Embedder]" = weakref.WeakValueDictionary()
+_RECENT: "OrderedDict[tuple, Embedder]" = OrderedDict()
+_KEPT = 2
 _SHARED_LOCK = threading.Lock()
 
 
@@ -66,9 +73,14 @@ def shared_embedder(settings: Settings) -> Embedder:
     asset would cost a second each time, and corpora differ in folders, not in models."""
     key = embedder_key(settings)
     with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = load_embedder(settings)
-        return _SHARED[key]
+        embedder = _SHARED.get(key)
+        if embedder is None:
+            embedder = _SHARED[key] = load_embedder(settings)
+        _RECENT[key] = embedder
+        _RECENT.move_to_end(key)
+        while len(_RECENT) > _KEPT:
+            _RECENT.popitem(last=False)
+        return embedder
 
 
 def warm_in_background(settings: Settings) -> threading.Thread | None:

@@ -4,23 +4,39 @@ and `last_update_date`, plus the ingestion contract's `sidebar_label`, `sidebar_
 
 - `source`: the frontmatter's, else the document's title.
 - `doc_type`: the frontmatter's, else RAG_DEFAULT_DOC_TYPE, else the document's first folder
-  (`faq/billing.md` -> `faq`), else `document`.
+  (`faq/billing.md` -> `faq`), else `document`. Inside the folder of documents from code
+  (RAG_CODE_DOCUMENTS_FOLDER, `_from_code/`) the folder under it counts (`_from_code/faq/x.md` ->
+  `faq`, `_from_code/x.md` -> `document`): that folder is where they are kept, not what they are.
 - `last_update_date` (an ISO date): the frontmatter's, else the date of the file's last git commit
   when the docs folder is in a git work tree (one `git log` for the whole folder, not one per file),
   else the file's modification date (UTC).
 - `sidebar_label`: the title; `sidebar_position`: 0; `learning_objectives`: none.
+- `language`: the page's language as its corpus's scope resolved it (rag_assets.ingest.languages:
+  the generator's layout, the frontmatter's `lang`/`locale`, the text), `und` when unknown.
 
 Requirements (RAG_REQUIRED_METADATA=source,doc_type,last_update_date): a document whose frontmatter
 does not give a required key fails by name (InvalidDocumentError: "missing required metadata
 'source'") instead of being filled in; RAG_DOC_TYPES=core-rules,faq,... limits doc_type to those
 values. The other documents are indexed.
+
+Values that cannot be used (each with a warning naming the file and the value, logged and counted
+in the parse stage's `metadata_warnings`):
+
+- a `last_update_date` that is a date followed by something else (`2024-01-05garbage`) or lies in
+  the future: the file's own date (git or modification time) is stored instead; one that is not a
+  date at all fails the document, as before;
+- a frontmatter key the vector store refuses (empty, starting with `$` or `#`, or `chroma:document`):
+  dropped before anything is embedded, so the document is indexed without it. Such a key could not
+  be filtered on either (filters refuse `$` keys).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import logging
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass, replace
@@ -31,6 +47,11 @@ from rag_assets.models import DocumentRef, ParsedDocument
 
 GUARANTEED = ("source", "doc_type", "last_update_date")
 DEFAULT_DOC_TYPE = "document"
+DEFAULT_CODE_FOLDER = "_from_code"
+log = logging.getLogger(__name__)
+# A date, optionally with a time and a zone (YAML leaves "2024-01-05 10:00:00 +0100" a string).
+_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?[ \t]*(?:Z|[A-Z]{2,5}|[+-]\d{2}(?::?\d{2})?)?")
+_DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -38,11 +59,13 @@ class MetadataPolicy:
     default_doc_type: str = ""
     required: tuple[str, ...] = ()
     doc_types: tuple[str, ...] = ()
+    code_folder: str = DEFAULT_CODE_FOLDER  # RAG_CODE_DOCUMENTS_FOLDER: where documents from code are kept
 
     @classmethod
     def from_settings(cls, settings) -> "MetadataPolicy":
         split = lambda raw: tuple(v.strip() for v in (raw or "").split(",") if v.strip())  # noqa: E731
-        return cls(settings.default_doc_type.strip(), split(settings.required_metadata), split(settings.doc_types))
+        return cls(settings.default_doc_type.strip(), split(settings.required_metadata), split(settings.doc_types),
+                   settings.code_documents_folder.strip().strip("/"))
 
     @property
     def fingerprint(self) -> str:
@@ -50,11 +73,23 @@ class MetadataPolicy:
         MDX renderer (rag_assets.ingest.mdx), whose output is the parsed body."""
         from rag_assets.ingest.mdx import RENDER_VERSION
 
-        return f"meta-v1:{RENDER_VERSION}:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}"
+        # the code folder only when it is not the default: indexes made before it counted are not re-parsed
+        # (a document from code written before carries no document_id: re-ingesting it re-parses it anyway)
+        folder = f":{self.code_folder}" if self.code_folder != DEFAULT_CODE_FOLDER else ""
+        return f"meta-v2:{RENDER_VERSION}:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}{folder}"
+
+    def folder_doc_type(self, doc_path: str) -> str:
+        """The doc_type a document's place gives it: its first folder (under the folder of documents
+        from code, the one below that), else `document`."""
+        parts = doc_path.split("/")
+        if self.code_folder and len(parts) > 1 and parts[0] == self.code_folder:
+            parts = parts[1:]
+        return parts[0] if len(parts) > 1 else DEFAULT_DOC_TYPE
 
 
 def _iso_date(value) -> str | None:
-    """An ISO date (YYYY-MM-DD) from a frontmatter value, or None when it is not a date."""
+    """An ISO date (YYYY-MM-DD) from a frontmatter value, or None when it is not a date: the whole
+    value must be a date, or a date and time (`2024-01-05garbage` is not)."""
     if isinstance(value, dt.datetime):
         return value.date().isoformat()
     if isinstance(value, dt.date):
@@ -62,13 +97,36 @@ def _iso_date(value) -> str | None:
     if isinstance(value, str) and value.strip():
         text = value.strip()
         try:
-            return dt.date.fromisoformat(text[:10]).isoformat()
+            return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date().isoformat()
         except ValueError:
+            m = _DATE_TIME.fullmatch(text)
             try:
-                return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date().isoformat()
+                return dt.date.fromisoformat(m.group(1)).isoformat() if m else None
             except ValueError:
                 return None
     return None
+
+
+def _starts_with_a_date(value) -> bool:
+    """`2024-01-05garbage`: a real date, then something that is not part of one."""
+    if not isinstance(value, str):
+        return False
+    m = _DATE_START.match(value.strip())
+    try:
+        return m is not None and dt.date.fromisoformat(m.group(0)) is not None
+    except ValueError:
+        return False
+
+
+# Keys the vector store refuses in metadata (Chroma 1.5: "Invalid metadata at index 0", naming no key).
+def _storable_key(key: str) -> bool:
+    return bool(key) and not key.startswith(("$", "#")) and key != "chroma:document"
+
+
+def _warn(warnings: list[str] | None, message: str) -> None:
+    log.warning("%s", message)
+    if warnings is not None:
+        warnings.append(message)
 
 
 @functools.lru_cache(maxsize=8)
@@ -133,31 +191,50 @@ def file_date(ref: DocumentRef) -> str:
     return dt.datetime.fromtimestamp(mtime, dt.timezone.utc).date().isoformat()
 
 
-def complete(doc: ParsedDocument, ref: DocumentRef, policy: MetadataPolicy) -> ParsedDocument:
+def complete(doc: ParsedDocument, ref: DocumentRef | None, policy: MetadataPolicy,
+             warnings: list[str] | None = None, *, undated: str | None = None) -> ParsedDocument:
     """The document with the guaranteed fields filled in, or InvalidDocumentError naming what a
-    requirement finds missing or not allowed."""
+    requirement finds missing or not allowed. Values that cannot be used are replaced or dropped with
+    a warning (the module docstring), logged and added to `warnings`. `undated`: the date a document
+    without a usable one gets (None: its file's, from `ref`), for a check before its file is written."""
+
+    def own_date() -> str:
+        return undated if undated is not None else file_date(ref)
+
     meta = dict(doc.metadata)
+    for key in [k for k in meta if not _storable_key(str(k))]:
+        del meta[key]
+        _warn(warnings, f"{doc.doc_path}: frontmatter key {key!r} dropped: the vector store refuses keys that are "
+                        "empty or start with '$' or '#'")
     given = {key for key in GUARANTEED if meta.get(key) not in (None, "")}
     missing = [key for key in policy.required if key not in given and key not in _present(doc, key)]
     if missing:
-        raise InvalidDocumentError(ref.doc_path, f"missing required metadata {', '.join(map(repr, missing))} "
+        raise InvalidDocumentError(doc.doc_path, f"missing required metadata {', '.join(map(repr, missing))} "
                                                  "(RAG_REQUIRED_METADATA): add it to the frontmatter")
     if "last_update_date" in given:
-        date = _iso_date(meta["last_update_date"])
-        if date is None:
-            raise InvalidDocumentError(ref.doc_path, f"last_update_date {meta['last_update_date']!r} is not a date "
-                                                     "(use YYYY-MM-DD)")
+        value = meta["last_update_date"]
+        date = _iso_date(value)
+        if date is None and not _starts_with_a_date(value):
+            raise InvalidDocumentError(doc.doc_path, f"last_update_date {value!r} is not a date (use YYYY-MM-DD)")
+        tomorrow = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).date().isoformat()
+        if date is None or date > tomorrow:
+            date = own_date()
+            problem = "is not a date (use YYYY-MM-DD)" if _iso_date(value) is None else "lies in the future"
+            _warn(warnings, f"{doc.doc_path}: last_update_date {value!r} {problem}: the file's date {date} is used")
         meta["last_update_date"] = date
     else:
-        meta["last_update_date"] = file_date(ref)
+        meta["last_update_date"] = own_date()
     if "source" not in given:
         meta["source"] = doc.title
     if "doc_type" not in given:
-        parts = doc.doc_path.split("/")
-        meta["doc_type"] = policy.default_doc_type or (parts[0] if len(parts) > 1 else DEFAULT_DOC_TYPE)
+        meta["doc_type"] = policy.default_doc_type or policy.folder_doc_type(doc.doc_path)
     if policy.doc_types and str(meta["doc_type"]) not in policy.doc_types:
-        raise InvalidDocumentError(ref.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
+        raise InvalidDocumentError(doc.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
                                                  f"{', '.join(policy.doc_types)} (RAG_DOC_TYPES)")
+    if ref is not None and ref.language:
+        meta["language"] = ref.language
+    else:
+        meta.setdefault("language", "und")
     meta.setdefault("sidebar_label", doc.title)
     meta.setdefault("sidebar_position", 0)
     meta.setdefault("learning_objectives", [])

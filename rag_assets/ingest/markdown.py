@@ -1,12 +1,20 @@
 """Split a markdown body into structural blocks (headings, prose, code, tables, admonitions).
 
+Fenced code is where markdown-it says it is: one parse of the whole body (block structure only)
+gives every fence's lines, top-level or nested in a list item or quote, so a fence opened inside a
+list closes where CommonMark closes it, never at an indented line that only looks like a closer.
+One change to markdown-it's rule: a top-level fence that no later line closes ends before the next
+ATX heading (flagged ``unclosed``) instead of swallowing the rest of the page. Indented code blocks
+are taken from the same parse. Past markdown-it's nesting limit (FENCE_MAX_NESTING levels) the parse
+goes on at the next unindented line after the deep part, up to FENCE_PARSE_RESTARTS times a page.
+
 Two passes:
 
 1. A line pre-scan cuts out what CommonMark does not know or handles badly for our purpose:
-   top-level fenced code (so an unclosed fence cannot swallow the rest of the page), the
-   admonitions and tabs of the common doc generators, and ``$$ … $$`` display math (so LaTeX lines
-   such as ``---`` are never read as setext underlines or tables). Each admonition or tab becomes
-   one ADMONITION block, its whole body included, with ``label`` = its lower-cased type:
+   top-level fenced code (from the parse above), the admonitions and tabs of the common doc
+   generators, and ``$$ … $$`` display math (so LaTeX lines such as ``---`` are never read as setext
+   underlines or tables); no marker inside fenced or indented code counts. Each admonition or tab
+   becomes one ADMONITION block, its whole body included, with ``label`` = its lower-cased type:
 
    - Docusaurus / remark-directive ``:::note Title`` … ``:::`` (nesting counted, ``::::`` too);
    - pymdownx blocks ``/// tip | Title`` … ``///`` (a closer has as many slashes as its opener);
@@ -19,7 +27,10 @@ Two passes:
    Nothing inside fenced code is recognised. A ``:::`` or ``///`` block that never closes stops
    before the next ATX heading and is flagged ``unclosed``.
 2. Everything in between is parsed by markdown-it (CommonMark + GFM tables); its top-level tokens'
-   ``.map`` line ranges say which original lines are headings and tables. All other lines are prose.
+   ``.map`` line ranges say which original lines are headings and tables, and a fence nested in a
+   list item or quote becomes a CODE block of its own lines, verbatim (indentation, list marker or
+   ``>`` included), so the chunker keeps it whole or cuts it into framed pieces, never mid-code
+   without its fence. All other lines are prose.
    It is parsed in pieces cut before every unindented ATX heading (outside HTML blocks): such a line
    always ends every list and quote before it, so the pieces parse exactly like the whole, but
    markdown-it's nesting limit (10 list levels) -- past which it stops tokenising and the open list
@@ -38,12 +49,15 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import fence as fence_rule
 
 from rag_assets.models import Block, BlockType
 
-# CommonMark: an opening fence is ≥3 backticks or tildes, indented ≤3 spaces; a backtick fence's
-# info string may not contain a backtick (otherwise it is inline code).
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
+# A line that could close a top-level fence: ≤3 spaces, then ≥3 backticks or tildes, then spaces only.
+_FENCE_CLOSER = re.compile(r"^ {0,3}(?P<run>`{3,}|~{3,})[ \t]*$")
+FENCE_MAX_NESTING = 100  # markdown-it's nesting limit for the fence parse (its default, 20, is 10 list levels)
+FENCE_PARSE_RESTARTS = 8  # times a page's fence parse goes on after a part nested deeper than that
+_LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 # Admonition and tab markers (see the module docstring); "label" is the type word. A ``:::`` type is
 # followed by a title, ``[title]``, ``{attributes}`` or nothing: mkdocstrings' ``::: package.Class``
@@ -103,6 +117,93 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable("table").disable("inline")
 
 
+class _Fence(NamedTuple):
+    end: int  # one past its last line
+    closed: bool  # ends with a closing fence line
+    top: bool  # not inside a list item or quote
+
+
+class _CodeLines:
+    """Fenced and indented code of a body, from markdown-it's parse (see the module docstring)."""
+
+    def __init__(self, lines: list[str]):
+        self.fences: dict[int, _Fence] = {}  # first line -> the fence there
+        self.indented: dict[int, int] = {}  # first line of an indented code block -> one past its last
+        n = len(lines)
+        # next_heading[i]: the first ATX heading line at or after i (n if none)
+        self.next_heading = [n] * (n + 1)
+        # closers[c][i]: the longest run of c that could close a top-level fence at a line >= i
+        self.closers = {"`": [0] * (n + 1), "~": [0] * (n + 1)}
+        for i in range(n - 1, -1, -1):
+            line = lines[i]
+            self.next_heading[i] = i if _ATX_HEADING.match(line) else self.next_heading[i + 1]
+            m = _FENCE_CLOSER.match(line) if "``" in line or "~~" in line else None
+            for c, longest in self.closers.items():
+                longest[i] = max(longest[i + 1], len(m["run"]) if m and m["run"][0] == c else 0)
+        start = 0
+        for _ in range(FENCE_PARSE_RESTARTS + 1):
+            deepest = self._parse(lines, start)
+            if deepest is None:
+                break
+            start = next((k for k in range(deepest + 1, n) if _starts_top_level(lines, k)), n)
+            if start >= n:
+                break
+
+    def _parse(self, lines: list[str], offset: int) -> int | None:
+        """Parse lines[offset:]; None, or the last line reached when a part nested past the limit
+        stopped the parse."""
+        env = {"code": self, "offset": offset}
+        tokens = _fence_parser().parse("\n".join(lines[offset:]), env)
+        for tok in tokens:
+            if tok.type == "code_block" and tok.map:
+                self.indented[offset + tok.map[0]] = offset + tok.map[1]
+        if tokens and max(tok.level for tok in tokens) >= FENCE_MAX_NESTING - 1:
+            return offset + max(tok.map[0] for tok in tokens if tok.map)
+        return None
+
+
+def _starts_top_level(lines: list[str], k: int) -> bool:
+    """Line k can only be read as a block of the page itself: unindented, not a list item or quote."""
+    line = lines[k]
+    return bool(line) and not line[0].isspace() and line[0] != ">" and not _LIST_MARKER.match(line)
+
+
+def _fence_rule(state, start: int, end: int, silent: bool) -> bool:
+    """markdown-it's fence rule, but a top-level fence no later line closes stops before the next ATX
+    heading (looked up, not scanned for: the page's closers are known). Records every fence."""
+    code: _CodeLines | None = state.env.get("code") if isinstance(state.env, dict) else None
+    if silent or code is None:
+        return _STOCK_FENCE(state, start, end, silent)
+    offset = state.env["offset"]
+    pos = state.bMarks[start] + state.tShift[start]
+    marker = state.src[pos : pos + 1]
+    unclosed_top = False
+    if state.level == 0 and marker in ("`", "~") and not state.is_code_block(start):
+        run = len(state.src[pos : state.eMarks[start]]) - len(state.src[pos : state.eMarks[start]].lstrip(marker))
+        if run >= 3 and code.closers[marker][offset + start + 1] < run:
+            unclosed_top = True
+            end = min(end, code.next_heading[offset + start + 1] - offset)
+    if not _STOCK_FENCE(state, start, end, silent):
+        return False
+    token = state.tokens[-1]
+    last = token.map[1] - 1
+    closing = state.src[state.bMarks[last] + state.tShift[last] : state.eMarks[last]].rstrip()
+    closed = (not unclosed_top and last > start and not state.is_code_block(last)
+              and closing.startswith(token.markup) and set(closing) == {token.markup[0]})
+    code.fences[offset + start] = _Fence(offset + token.map[1], closed, state.level == 0)
+    return True
+
+
+_STOCK_FENCE = fence_rule
+
+
+@functools.lru_cache(maxsize=1)
+def _fence_parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"maxNesting": FENCE_MAX_NESTING}).disable("inline")  # tables hold no fences
+    md.block.ruler.at("fence", _fence_rule, {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    return md
+
+
 def _indent_width(ws: str) -> int:
     return sum(4 - (i % 4) if c == "\t" else 1 for i, c in enumerate(ws))
 
@@ -126,44 +227,15 @@ class _Scanner:
 
     def __init__(self, lines: list[str]):
         self.lines = lines
-        n = len(lines)
+        self.code = _CodeLines(lines)
         # next_heading[i]: first ATX-heading line at index >= i (n if none); where unclosed blocks stop.
-        self.next_heading = [n] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            self.next_heading[i] = i if _ATX_HEADING.match(lines[i]) else self.next_heading[i + 1]
-        # (fence char, min length, indent class) -> earliest line from which no closer exists; keeps repeated
-        # unclosed fences from rescanning to the end each time (worst case stays linear).
-        self._no_closer_from: dict[tuple[str, int], int] = {}
+        self.next_heading = self.code.next_heading
         # Per kind of delimited block (":" or ("/", slash count)): opener line -> (end, closed).
         self._delimited: dict[object, dict[int, tuple[int, bool]]] = {}
 
-    def fence_at(self, i: int) -> tuple[str, int, int] | None:
-        """(fence char, fence length, indent width) if line i opens a fence."""
-        m = _FENCE_OPEN.match(self.lines[i])
-        if not m:
-            return None
-        fence = m.group("fence")
-        return fence[0], len(fence), _indent_width(m.group("indent"))
-
-    def fence_end(self, i: int, char: str, length: int, indent: int) -> int | None:
-        """One past the closing fence of the fence opened at line i, or None if it never closes."""
-        nested = indent if indent > 3 else 0
-        for (c, ln, ind), start in self._no_closer_from.items():
-            if c == char and ln <= length and ind == nested and start <= i:
-                return None
-        closer = re.compile(rf"^(?P<ws>[ \t]*){re.escape(char)}{{{length},}}[ \t]*$")
-        for j in range(i + 1, len(self.lines)):
-            m = closer.match(self.lines[j])
-            if not m:
-                continue
-            width = _indent_width(m.group("ws"))
-            # Top-level fences close at indent ≤3 (CommonMark); fences nested in list items close
-            # at roughly their own indentation.
-            if (indent <= 3 and width <= 3) or (indent > 3 and abs(width - indent) <= 3):
-                return j + 1
-        key = (char, length, nested)
-        self._no_closer_from[key] = min(i, self._no_closer_from.get(key, i))
-        return None
+    def fence_at(self, i: int) -> _Fence | None:
+        """The fenced code block (markdown-it's) whose opening fence is line i, if any."""
+        return self.code.fences.get(i)
 
     def unclosed_end(self, i: int) -> int:
         """An unclosed block ends right before the next ATX heading line after its first line."""
@@ -221,12 +293,14 @@ class _Scanner:
         while j < n and open_at:
             fence = self.fence_at(j)
             if fence:
-                end = self.fence_end(j, *fence)
-                if end is None:
+                if fence.top and not fence.closed:
                     # An unclosed fence inside an unclosed block: both stop at the next heading.
-                    stop = self.unclosed_end(j)
+                    stop = fence.end
                     break
-                j = end
+                j = fence.end
+                continue
+            if j in self.code.indented:
+                j = self.code.indented[j]
                 continue
             if _ATX_HEADING.match(lines[j]):
                 headings.append(j)
@@ -307,23 +381,18 @@ class _Scanner:
         while i < n:
             line = self.lines[i]
             fence = self.fence_at(i)
-            if fence and fence[2] <= 3:
-                end = self.fence_end(i, *fence)
+            if fence and fence.top:
                 flush_other(i)
-                if end is None:
-                    regions.append(_Region("code", i, self.unclosed_end(i), unclosed=True))
-                    i = self.unclosed_end(i)
-                else:
-                    regions.append(_Region("code", i, end))
-                    i = end
+                regions.append(_Region("code", i, fence.end, unclosed=not fence.closed))
+                i = fence.end
                 continue
-            if fence:
-                # A fence indented ≥4 (inside a list item): markdown-it handles it, but its lines
-                # must not be mistaken for admonition or math markers here.
-                end = self.fence_end(i, *fence)
+            code_end = fence.end if fence else self.code.indented.get(i)
+            if code_end is not None:
+                # A fence in a list item or quote (the second pass makes it a block), or indented code:
+                # its lines must not be mistaken for admonition or math markers here.
                 if other_start is None:
                     other_start = i
-                i = end if end is not None else i + 1
+                i = code_end
                 continue
             container = self.container_at(i)
             if container:
@@ -367,7 +436,9 @@ def split_markdown(body: str) -> list[Block]:
         return []
     lines = _normalise(body)
     items: list[_Item] = []
-    for region in _Scanner(lines).regions():
+    scanner = _Scanner(lines)
+    nested = sorted((i, f) for i, f in scanner.code.fences.items() if not f.top)
+    for region in scanner.regions():
         if region.kind == "code":
             items.append(_Item(BlockType.CODE, region.start, region.end, unclosed=region.unclosed))
         elif region.kind == "admonition":
@@ -376,7 +447,7 @@ def split_markdown(body: str) -> list[Block]:
         elif region.kind == "math":
             items.append(_Item(BlockType.PROSE, region.start, region.end))
         else:
-            items.extend(_parse_other(lines, region.start, region.end))
+            items.extend(_parse_other(lines, region.start, region.end, nested))
 
     blocks: list[Block] = []
     k = 0
@@ -401,12 +472,15 @@ def split_markdown(body: str) -> list[Block]:
     return blocks
 
 
-def _parse_other(lines: list[str], start: int, end: int) -> list[_Item]:
-    """Headings and tables of lines [start, end), parsed piece by piece (see the module docstring)."""
+def _parse_other(lines: list[str], start: int, end: int, nested: list[tuple[int, _Fence]] = ()) -> list[_Item]:
+    """Headings, tables and nested fences (`nested`: (first line, fence), sorted) of lines [start, end),
+    parsed piece by piece (see the module docstring)."""
     cuts = _heading_cuts(lines, start, end)
     items: list[_Item] = []
     for piece_start, piece_end in zip([start] + cuts, cuts + [end]):
-        items.extend(_parse_piece(lines, piece_start, piece_end))
+        lo = bisect.bisect_left(nested, (piece_start,), key=lambda f: (f[0],))
+        hi = bisect.bisect_left(nested, (piece_end,), key=lambda f: (f[0],))
+        items.extend(_parse_piece(lines, piece_start, piece_end, nested[lo:hi]))
     return items
 
 
@@ -439,37 +513,36 @@ def _heading_cuts(lines: list[str], start: int, end: int) -> list[int]:
     return cuts
 
 
-def _parse_piece(lines: list[str], start: int, end: int) -> list[_Item]:
-    """Headings and tables from markdown-it's top-level tokens; every other line is prose."""
-    items: list[_Item] = []
+def _parse_piece(lines: list[str], start: int, end: int, nested: list[tuple[int, _Fence]] = ()) -> list[_Item]:
+    """Headings and tables from markdown-it's top-level tokens, and the fences nested in list items
+    and quotes (`nested`: from the whole body's parse) as code; every other line is prose."""
+    found: list[_Item] = []
     tokens = _parser().parse("\n".join(lines[start:end]))
-    cursor = start  # first line not yet assigned to an item
-
-    def prose_until(upto: int) -> None:
-        nonlocal cursor
-        if cursor < upto:
-            items.append(_Item(BlockType.PROSE, cursor, upto))
-        cursor = max(cursor, upto)
-
     for idx, tok in enumerate(tokens):
         if tok.level != 0 or tok.map is None or tok.nesting == -1:
             continue
         t_start, t_end = start + tok.map[0], start + tok.map[1]
         if tok.type == "heading_open":
-            prose_until(t_start)
             inline = tokens[idx + 1]
             # A multi-line setext heading's text spans lines; a breadcrumb wants one line.
             text = " ".join(inline.content.split("\n")).strip()
-            items.append(_Item(BlockType.HEADING, t_start, t_end, level=int(tok.tag[1]), text=text))
-            cursor = t_end
+            found.append(_Item(BlockType.HEADING, t_start, t_end, level=int(tok.tag[1]), text=text))
         elif tok.type == "table_open":
-            prose_until(t_start)
-            items.append(_Item(BlockType.TABLE, t_start, t_end))
-            cursor = t_end
+            found.append(_Item(BlockType.TABLE, t_start, t_end))
         elif tok.type == "fence":
             # The pre-scan takes top-level fences, but stay safe if markdown-it disagrees.
-            prose_until(t_start)
-            items.append(_Item(BlockType.CODE, t_start, t_end))
-            cursor = t_end
-    prose_until(end)
+            found.append(_Item(BlockType.CODE, t_start, t_end))
+    found.extend(_Item(BlockType.CODE, first, min(fence.end, end), unclosed=not fence.closed) for first, fence in nested)
+    found.sort(key=lambda item: item.start)
+    items: list[_Item] = []
+    cursor = start  # first line not yet assigned to an item
+    for item in found:
+        if item.start < cursor:
+            continue  # inside what an earlier item took (the two parses disagree: past a nesting limit)
+        if cursor < item.start:
+            items.append(_Item(BlockType.PROSE, cursor, item.start))
+        items.append(item)
+        cursor = item.end
+    if cursor < end:
+        items.append(_Item(BlockType.PROSE, cursor, end))
     return items

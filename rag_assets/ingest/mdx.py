@@ -25,12 +25,21 @@ and a code example that lives in an imported snippet file is a bare ``<CodeSampl
 
 Anything that does not lex as a tag (``a < b``, ``List<T`` without an end, ``<https://…>``
 autolinks) stays text. Problems a site's own build would reject (an unclosed or stray closing tag,
-a snippet that cannot be read) never fail the page: the text degrades to what was there and a
-warning names the file. No I/O here: snippets come through the `load_snippet` callback.
+a snippet that cannot be read, a snippet that is not a ``.md``/``.mdx`` file) never fail the page:
+the text degrades to what was there and a warning names the file. No I/O here: snippets come
+through the `load_snippet` callback.
+
+Expansion is bounded, so a page whose snippets use each other over and over (8 uses a level, 5
+levels: 37,448 expansions, megabytes of text) fails at once instead of holding up the run: each
+snippet is rendered once per nesting depth and its text reused at every use site; snippets nest at
+most MAX_SNIPPET_DEPTH deep; a page may expand at most MAX_SNIPPET_EXPANSIONS snippet uses in all,
+and its expanded text may not pass `max_bytes` (the file-size limit, RAG_MAX_FILE_BYTES). Past
+either limit `render_mdx` raises SnippetLimitError, which fails the page by name.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import textwrap
 from collections.abc import Callable
@@ -40,18 +49,31 @@ RENDER_VERSION = "mdx-v1"  # part of the parse and split fingerprints: a new ren
 
 # ESM: an import statement is complete once it names its source; an export runs to a blank line.
 _IMPORT_START = re.compile(r"^import(?=[\s{*'\"])")
-_IMPORT_COMPLETE = re.compile(r"""(?:\bfrom\s*|^import\s*)(['"])([^'"\n]+)\1\s*;?\s*$""")
+# an import statement is complete on a line ending with its quoted source, after `from` or a bare `import`
+_SOURCE_AT_END = re.compile(r"""(['"])([^'"\n]+)\1\s*;?\s*$""")
+_ENDS_WITH_FROM = re.compile(r"\bfrom\s*$")
+_BARE_IMPORT = re.compile(r"import\s*")
 _EXPORT_START = re.compile(r"^export\s+(?:const|let|var|function|default|class|async|\{|\*)")
 _IMPORT_DEFAULT = re.compile(r"^import\s+([A-Za-z_$][\w$]*)\s*(?:,|\s+from\b)")
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
 _MAX_IMPORT_LINES = 40
-_MAX_TAG_CHARS = 4000  # a tag longer than this is not a tag (keeps the lexer linear in practice)
-_MAX_SNIPPET_DEPTH = 5
+_MAX_TAG_CHARS = 4000  # a tag longer than this is not a tag
+# What looking for tags' ends may read in all, per character of the text (and a floor): a page never
+# needs more than its own length once; past the budget, the rest of the text is kept as it is.
+_LEX_BUDGET_PER_CHAR = 4
+_LEX_BUDGET_FLOOR = 200_000
+_SPECIAL = re.compile(r"[`\\<]")  # what the tag scan stops at: code spans, escapes, tags
+_BACKTICKS = re.compile(r"`+")
+_PARAGRAPH_BREAK = re.compile(r"(?=\n\n)")
+MAX_SNIPPET_DEPTH = 5  # snippets inside snippets: deeper ones are left out, with one warning
+MAX_SNIPPET_EXPANSIONS = 1_000  # snippet uses a page may expand in all (each nested use counts)
 _NAME = re.compile(r"[A-Za-z][\w.:\-]*")
 _ATTR_NAME = re.compile(r"[A-Za-z_:@$][\w:.\-@$]*")
 
 # Attribute values a reader sees as text on the rendered page.
 PROSE_ATTRIBUTES = frozenset({"title", "label", "alt", "caption", "description", "summary", "heading", "tip", "tooltip"})
+# ... of those, the ones shown where an inline component stands (a tooltip's text only shows on hover)
+_SHOWN_INLINE = PROSE_ATTRIBUTES - {"tip", "tooltip"}
 # Callout components of Mintlify, Docusaurus, Nextra and friends -> admonition type.
 CALLOUTS = {
     "note": "note", "info": "info", "tip": "tip", "warning": "warning", "caution": "caution",
@@ -67,6 +89,22 @@ class MdxRendering:
     warnings: list[str] = field(default_factory=list)
     snippets: list[str] = field(default_factory=list)  # import sources expanded, in order of first use
     changed: bool = False  # anything MDX-specific was found and rewritten
+    expansions: int = 0  # snippet uses expanded into the body, nested ones included
+
+
+class SnippetLimitError(ValueError):
+    """A page's snippets expand past MAX_SNIPPET_EXPANSIONS uses or past `max_bytes`: the page is
+    not indexed. The message says which limit, and the snippet where it was passed."""
+
+
+@dataclass
+class _Expansion:
+    """What one page's rendering shares with the renderings of its snippets."""
+
+    max_bytes: int | None
+    max_expansions: int
+    rendered: dict[tuple[str, int], "MdxRendering"] = field(default_factory=dict)  # (path, depth) -> made once
+    sizes: dict[tuple[str, int], int] = field(default_factory=dict)  # their bodies' UTF-8 bytes
 
 
 @dataclass(frozen=True)
@@ -97,12 +135,14 @@ def _esm_statements(lines: list[str]) -> tuple[dict[int, tuple[Import, int]], di
     """Imports (first line -> (Import, one past its last line)) and exports (first -> one past last)."""
     imports: dict[int, tuple[Import, int]] = {}
     exports: dict[int, int] = {}
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, int] | None = None
+    stops: list[int] | None = None  # made at the first import, once per body
     i = 0
     while i < len(lines):
         fence, is_code = _fence_step(fence, lines[i])
         if not is_code and _IMPORT_START.match(lines[i]):
-            found = _import_at(lines, i)
+            stops = stops or _import_stops(lines)
+            found = _import_at(lines, i, stops)
             if found is not None:
                 imports[i] = found
                 i = found[1]
@@ -118,33 +158,65 @@ def _esm_statements(lines: list[str]) -> tuple[dict[int, tuple[Import, int]], di
     return imports, exports
 
 
-def _import_at(lines: list[str], i: int) -> tuple[Import, int] | None:
+def _import_stops(lines: list[str]) -> list[int]:
+    """stops[j]: the first line at or after j that is blank or ends with `from '<source>'` (the source
+    may stand alone on the line after `from`): where an import statement that started before ends.
+    One pass over the body, so each statement is found in constant time (a scan of up to
+    _MAX_IMPORT_LINES lines from every line starting with "import" made prose such as "import the
+    data" lines costly)."""
+    n = len(lines)
+    stops = [n] * (n + 1)
+    for j in range(n - 1, -1, -1):
+        line = lines[j]
+        ends = not line.strip()
+        if not ends and ("'" in line or '"' in line):
+            m = _SOURCE_AT_END.search(line)
+            if m is not None:
+                before = line[: m.start()]
+                ends = bool(_ENDS_WITH_FROM.search(before if before.strip() else (lines[j - 1] if j else "")))
+        stops[j] = j if ends else stops[j + 1]
+    return stops
+
+
+def _import_at(lines: list[str], i: int, stops: list[int]) -> tuple[Import, int] | None:
     """The import statement starting at line i and one past its last line; None when the lines there
     never name a source before a blank line (prose that happens to start with "import")."""
-    statement = ""
-    for j in range(i, min(i + _MAX_IMPORT_LINES, len(lines))):
-        if j > i and not lines[j].strip():
-            return None
-        statement = f"{statement}\n{lines[j]}" if statement else lines[j]
-        complete = _IMPORT_COMPLETE.search(statement)
-        if complete:
-            default = _IMPORT_DEFAULT.match(statement)
-            return Import(complete.group(2), default.group(1) if default else None), j + 1
-    return None
+    n, end = len(lines), stops[i]
+    bare = _BARE_IMPORT.fullmatch(lines[i]) is not None  # `import` alone: the source is on the next line
+    for j in (i, i + 1):  # a side-effect import `import './x.css'` names its source right after `import`
+        if j >= min(n, end + 1) or (j > i and not lines[j].strip()):
+            break
+        m = _SOURCE_AT_END.search(lines[j])
+        if m is not None and (_BARE_IMPORT.fullmatch(lines[j][: m.start()]) if j == i else
+                              bare and not lines[j][: m.start()].strip()):
+            end = j
+            break
+    if end >= n or end - i >= _MAX_IMPORT_LINES or (end > i and not lines[end].strip()):
+        return None
+    statement = "\n".join(lines[i : end + 1])
+    default = _IMPORT_DEFAULT.match(statement)
+    return Import(_SOURCE_AT_END.search(lines[end]).group(2), default.group(1) if default else None), end + 1
 
 
-def _fence_step(fence: tuple[str, int] | None, line: str) -> tuple[tuple[str, int] | None, bool]:
-    """Advance the fenced-code state by one line: (new state, whether this line is code)."""
+def _fence_step(fence: tuple[str, int, int] | None, line: str) -> tuple[tuple[str, int, int] | None, bool]:
+    """Advance the fenced-code state (fence char, length, indentation) by one line: (new state, whether
+    this line is code). A closing line is indented at most 3 columns more than its opening line, as
+    CommonMark (and so the splitter, rag_assets.ingest.markdown) has it: an indented ```` ``` ```` inside
+    the code, such as a nested example, does not close it early."""
     if fence is None:
         m = _FENCE_OPEN.match(line)
         if m:
-            return (m.group("fence")[0], len(m.group("fence"))), True
+            return (m.group("fence")[0], len(m.group("fence")), _width(m.group("indent"))), True
         return None, False
-    char, length = fence
+    char, length, indent = fence
     stripped = line.strip()
-    if stripped and set(stripped) == {char} and len(stripped) >= length:
+    if stripped and set(stripped) == {char} and len(stripped) >= length and _width(line[: len(line) - len(line.lstrip())]) <= indent + 3:
         return None, True
     return fence, True
+
+
+def _width(indent: str) -> int:
+    return len(indent.expandtabs(4))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,8 +225,19 @@ def _fence_step(fence: tuple[str, int] | None, line: str) -> tuple[tuple[str, in
 
 def lex_tag(text: str, i: int) -> _Tag | None:
     """The JSX/HTML tag starting at text[i] == "<", or None when what is there is not a tag."""
+    return _lex_tag(text, i, _MAX_TAG_CHARS)[0]
+
+
+def _lex_tag(text: str, i: int, window: int) -> tuple[_Tag | None, int]:
+    """(lex_tag's answer, how far it looked: one past the last character it may have read), looking
+    at most `window` characters ahead."""
     n = len(text)
-    limit = min(n, i + _MAX_TAG_CHARS)
+    limit = min(n, i + window)
+    tag = _lex_within(text, i, n, limit)
+    return tag, (tag.end if tag is not None else limit)
+
+
+def _lex_within(text: str, i: int, n: int, limit: int) -> _Tag | None:
     j = i + 1
     kind = "open"
     if j < n and text[j] == "/":
@@ -259,11 +342,14 @@ _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "
 _DROPPED_WITH_CONTENT = frozenset({"script", "style"})
 
 
-def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = None, _depth: int = 0,
-               _stack: tuple[str, ...] = ()) -> MdxRendering:
+def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = None, *,
+               max_bytes: int | None = None, max_expansions: int = MAX_SNIPPET_EXPANSIONS, _depth: int = 0,
+               _stack: tuple[str, ...] = (), _shared: _Expansion | None = None) -> MdxRendering:
     """The body as markdown a reader sees (see the module docstring). `load_snippet(source, doc_path)`
     returns (path, raw text) of a local markdown file imported from `doc_path` (frontmatter included
-    or not), or None if it cannot be found; it may raise OSError (reported as a warning)."""
+    or not), or None if it cannot be found; it may raise OSError (reported as a warning). Raises
+    SnippetLimitError when the snippets expand past `max_expansions` uses or `max_bytes` bytes."""
+    shared = _shared or _Expansion(max_bytes, max_expansions)
     result = MdxRendering(body)
     if "<" not in body and "import" not in body and "export" not in body and "{/*" not in body:
         return result
@@ -279,10 +365,12 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
         drop.update(range(start, end))
     result.changed = bool(drop)
 
-    renderer = _Renderer(doc_path, snippet_names, load_snippet, _depth, _stack, result)
+    renderer = _Renderer(doc_path, snippet_names, load_snippet, _depth, _stack, result, shared)
+    if snippet_names or "<Snippet" in body:
+        renderer.expanded_bytes = len(body.encode("utf-8"))  # the page's own text counts towards max_bytes
     out: list[tuple[str, bool, bool]] = []  # (line, inside a component, fenced code)
     text_lines: list[str] = []
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, int] | None = None
 
     def flush_text() -> None:
         if text_lines:
@@ -314,13 +402,16 @@ class _Renderer:
     """Tag-by-tag rewriting of the text between fenced code blocks; open components carry over."""
 
     def __init__(self, doc_path: str, snippet_names: dict[str, str], load_snippet: SnippetLoader | None,
-                 depth: int, stack: tuple[str, ...], result: MdxRendering):
+                 depth: int, stack: tuple[str, ...], result: MdxRendering, shared: _Expansion):
         self.doc_path = doc_path
         self.snippet_names = snippet_names
         self.load_snippet = load_snippet
         self.snippet_depth = depth
         self.snippet_stack = stack
         self.result = result
+        self.shared = shared
+        self.expanded_bytes = 0  # of snippet text put into this body so far
+        self.refused: set[str] = set()  # snippets warned about once already
         self.open: list[tuple[str, bool]] = []  # (tag name, rendered as an admonition)
         self.dropping: str | None = None  # inside <script>/<style>: everything up to its end goes
 
@@ -341,19 +432,26 @@ class _Renderer:
             line_flags.extend([self.depth > 0] * s.count("\n"))
 
         i, n, plain_from = 0, len(text), 0
+        spans = _CodeSpans(text) if "`" in text else None
+        # Looking for a tag's end reads ahead (up to _MAX_TAG_CHARS from each "<"); what it may read in
+        # all is bounded, so text made of almost-tags (`<A {<A {…`) costs time linear in its size.
+        budget = _LEX_BUDGET_PER_CHAR * n + _LEX_BUDGET_FLOOR
         while i < n:
-            c = text[i]
+            special = _SPECIAL.search(text, i)
+            if special is None:
+                break
+            i, c = special.start(), special.group()
             if c == "`":
-                end = _code_span_end(text, i)
-                i = end if end is not None else _run_end(text, i)
+                i = spans.after(i)
                 continue
-            if c == "\\" and i + 1 < n:
+            if c == "\\":
                 i += 2  # an escaped "<" is text
                 continue
-            if c != "<":
-                i += 1
-                continue
-            tag = lex_tag(text, i)
+            if budget <= 0:
+                self._warn(f"MDX past character {i:,} is kept as text: it holds too many unfinished tags")
+                break
+            tag, reached = _lex_tag(text, i, min(_MAX_TAG_CHARS, budget))
+            budget -= reached - i
             if tag is None:
                 i += 1
                 continue
@@ -394,8 +492,12 @@ class _Renderer:
             return ""
         if own_line:
             return f"\n\n{_MARK}{words}\n\n"
-        # inline: an image's alt text stands where the image was; a tooltip's text is not read there
-        return f" {words} " if tag.kind == "self" or key in _VOID else ""
+        if tag.kind == "self" or key in _VOID:
+            return f" {words} "  # an image's alt text stands where the image was
+        # an inline component's title (<Card title="…">) is read where it stands; a tooltip's text is
+        # not, nor an HTML element's title attribute (<iframe title="…">: a tooltip too)
+        shown = " ".join(v for k, v in tag.attrs.items() if k.lower() in _SHOWN_INLINE and v) if _is_component(name) else ""
+        return f" {shown} " if shown else ""
 
     def _close(self, name: str) -> str:
         if not any(open_name == name for open_name, _ in self.open):
@@ -419,21 +521,31 @@ class _Renderer:
     def _expand(self, source: str, own_line: bool) -> str:
         if self.load_snippet is None:
             return ""
+        if not _is_markdown_source(source):
+            self._warn_once(source, f"snippet {source} is not a markdown file (.md or .mdx): not inlined")
+            return ""
         try:
             found = self.load_snippet(source, self.doc_path)
         except OSError as exc:
-            self._warn(f"snippet {source} cannot be read: {exc.strerror or exc}")
+            self._warn_once(source, f"snippet {source} cannot be read: {exc.strerror or exc}")
             return ""
         if found is None:
-            self._warn(f"snippet {source} not found under the docs folder")
+            self._warn_once(source, f"snippet {source} not found under the docs folder")
             return ""
         path, raw = found
-        if path in self.snippet_stack or path == self.doc_path or self.snippet_depth >= _MAX_SNIPPET_DEPTH:
-            self._warn(f"snippet {source} imports itself (or nests deeper than {_MAX_SNIPPET_DEPTH}): not expanded")
+        if path in self.snippet_stack or path == self.doc_path or self.snippet_depth >= MAX_SNIPPET_DEPTH:
+            self._warn_once(source, f"snippet {source} imports itself (or nests deeper than {MAX_SNIPPET_DEPTH}): "
+                                    "not expanded")
             return ""
-        inner = render_mdx(_without_frontmatter(raw), path, self.load_snippet, self.snippet_depth + 1,
-                           (*self.snippet_stack, self.doc_path))
-        self.result.warnings.extend(inner.warnings)
+        shared, key = self.shared, (path, self.snippet_depth + 1)
+        inner = shared.rendered.get(key)
+        if inner is None:  # rendered once; every later use of it at this depth reuses the text
+            inner = render_mdx(_without_frontmatter(raw), path, self.load_snippet, _depth=self.snippet_depth + 1,
+                               _stack=(*self.snippet_stack, self.doc_path), _shared=shared)
+            shared.rendered[key] = inner
+            shared.sizes[key] = len(inner.body.encode("utf-8"))
+            self.result.warnings.extend(inner.warnings)
+        self._count(path, 1 + inner.expansions, shared.sizes[key])
         for s in [path, *inner.snippets]:
             if s not in self.result.snippets:
                 self.result.snippets.append(s)
@@ -442,6 +554,24 @@ class _Renderer:
             return body
         # the snippet's lines keep their own indentation: marked, so they do not count for the dedent
         return "\n\n" + "\n".join(_MARK + line for line in body.split("\n")) + "\n\n"
+
+    def _count(self, path: str, expansions: int, size: int) -> None:
+        """Add one use of the snippet at `path` (`expansions` uses, `size` bytes, its nested ones
+        included) to this body; past a limit, the page fails."""
+        shared = self.shared
+        self.result.expansions += expansions
+        if self.result.expansions > shared.max_expansions:
+            raise SnippetLimitError(f"its snippets expand to more than {shared.max_expansions:,} snippet uses "
+                                    f"(passed at {path}); not indexed")
+        self.expanded_bytes += size
+        if shared.max_bytes is not None and self.expanded_bytes > shared.max_bytes:
+            raise SnippetLimitError(f"its snippets expand it past {shared.max_bytes:,} bytes, the file-size limit "
+                                    f"RAG_MAX_FILE_BYTES (passed at {path}); not indexed")
+
+    def _warn_once(self, source: str, message: str) -> None:
+        if source not in self.refused:
+            self.refused.add(source)
+            self._warn(message)
 
     def finish(self) -> None:
         for name, _ in reversed(self.open):
@@ -466,9 +596,10 @@ def _drop_comments(text: str, result: MdxRendering) -> str:
             text = new
     if "<!--" in text:
         out, pos = [], 0
+        in_span = _CodeSpanLook(text)
         while True:
             start = text.find("<!--", pos)
-            if start < 0 or _inside_code_span(text, start):
+            if start < 0 or in_span(start):
                 break
             end = text.find("-->", start + 4)
             if end < 0:
@@ -481,41 +612,59 @@ def _drop_comments(text: str, result: MdxRendering) -> str:
     return text
 
 
-def _inside_code_span(text: str, i: int) -> bool:
-    line_start = text.rfind("\n", 0, i) + 1
-    return text.count("`", line_start, i) % 2 == 1
+class _CodeSpanLook:
+    """in_span(i): an odd number of backticks between text[i]'s line start and i. Asked with growing i,
+    each character is counted once (a count from the line start for every comment of a one-line page
+    was quadratic)."""
+
+    def __init__(self, text: str):
+        self.text, self.pos, self.ticks = text, 0, 0
+
+    def __call__(self, i: int) -> bool:
+        text = self.text
+        newline = text.rfind("\n", self.pos, i)
+        if newline >= 0:
+            self.ticks, self.pos = 0, newline + 1
+        self.ticks += text.count("`", self.pos, i)
+        self.pos = i
+        return self.ticks % 2 == 1
 
 
-def _run_end(text: str, i: int) -> int:
-    j = i
-    while j < len(text) and text[j] == text[i]:
-        j += 1
-    return j
+class _CodeSpans:
+    """The inline code spans of a text, found in one pass: a backtick run opens a span that the next run
+    of the same length in the same paragraph closes; a run with no such closer is literal. (A search
+    from every run to its paragraph's end was quadratic on a long paragraph full of code spans.)"""
 
+    def __init__(self, text: str):
+        breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)]  # where a blank line starts
+        runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+        self.run_end = dict(runs)
+        self.closer_end: dict[int, int] = {}  # opening run's start -> one past its closing run
+        later: dict[int, tuple[int, int, int]] = {}  # run length -> (start, end, paragraph) of the next one
+        for start, end in reversed(runs):
+            paragraph = bisect.bisect_left(breaks, start)
+            nxt = later.get(end - start)
+            if nxt is not None and nxt[2] == paragraph:
+                self.closer_end[start] = nxt[1]
+            later[end - start] = (start, end, paragraph)
 
-def _code_span_end(text: str, i: int) -> int | None:
-    """One past the backtick run closing the code span opened at text[i] (same run length, within the
-    paragraph), or None when the run is not closed (then the backticks are literal)."""
-    run = _run_end(text, i) - i
-    j = i + run
-    paragraph_end = text.find("\n\n", j)
-    limit = len(text) if paragraph_end < 0 else paragraph_end
-    while j < limit:
-        k = text.find("`" * run, j, limit)
-        if k < 0:
-            return None
-        end = _run_end(text, k)
-        if end - k == run:
-            return end
-        j = end
-    return None
+    def after(self, i: int) -> int:
+        """Where the text goes on after the backtick run at i: past its code span, or past the run."""
+        return self.closer_end.get(i) or self.run_end[i]
 
 
 def _alone_on_line(text: str, start: int, end: int) -> bool:
-    before = text[text.rfind("\n", 0, start) + 1 : start]
-    after_end = text.find("\n", end)
-    after = text[end : after_end if after_end >= 0 else len(text)]
-    return not before.strip() and not after.strip()
+    """Only whitespace between text[start:end] and the line's ends; looks at that whitespace only (a
+    slice to the line's ends, once per tag, made a one-line page quadratic)."""
+    i = start - 1
+    while i >= 0 and text[i] != "\n" and text[i].isspace():
+        i -= 1
+    if i >= 0 and text[i] != "\n":
+        return False
+    j, n = end, len(text)
+    while j < n and text[j] != "\n" and text[j].isspace():
+        j += 1
+    return j == n or text[j] == "\n"
 
 
 def _without_frontmatter(text: str) -> str:
@@ -548,7 +697,7 @@ def _assemble(lines: list[tuple[str, bool, bool]]) -> str:
         dedented.append(line.removeprefix(_MARK))
     flush()
     out: list[str] = []
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, int] | None = None
     for line in dedented:
         fence, is_code = _fence_step(fence, line)
         if not is_code and not line.strip():

@@ -6,13 +6,22 @@ A Mintlify or Docusaurus page shows the content of the ``.md``/``.mdx`` files it
 - a page's content hash covers the files it imports, transitively: editing a snippet re-ingests
   every page that shows it (and only those). A page that imports nothing keeps the plain sha-256 of
   its bytes, so nothing else changes for ordinary markdown;
-- a snippet is not a page of its own: a file another file imports, or a file under a top-level
-  ``snippets/`` folder (Mintlify renders nothing there), is left out of the catalog unless
-  ``RAG_INDEX_SNIPPETS`` asks for it;
+- a snippet is not a page of its own and is left out of the catalog unless ``RAG_INDEX_SNIPPETS``
+  asks for it. What makes a file a snippet is where it is and what it is called, as the site
+  generators define it, never only that something imports it (a page that is a page stays a page,
+  imported or not):
+
+  - a file under a ``snippets/`` folder at the top of the docs folder, or beside a Mintlify
+    ``docs.json``/``mint.json`` (Mintlify: "any file in the /snippets/ folder is always a snippet");
+  - a partial that another file imports: its name, or a folder on its path, starts with ``_``
+    (Docusaurus leaves ``_``-prefixed files and folders out of the site: ``_requirements.mdx``,
+    ``_partials/step.mdx``). One that nothing imports stays a page: Hugo's ``_index.md`` is a page,
+    and so are the pages of a Jekyll collection folder such as ``_docs/``;
 - the parse stage renders the page with the very snippet bytes whose hashes make up the page's
   content hash (`render_page`), so a record never pairs one version's hash with another's text.
 
-Import sources resolve like the site generators do: ``/x.mdx`` from the docs folder, ``./x.mdx`` and
+Import sources resolve like the site generators do: ``/x.mdx`` from the docs folder (else from a folder on
+the importing file's path, outermost first: a site kept in a subfolder of a repository), ``./x.mdx`` and
 ``../x.mdx`` from the importing file, ``@site/…`` from the site folder (the docs folder or its
 parent); anything else (``@theme/Tabs``, ``openai``) is code, not a snippet. Nothing outside the docs
 folder, and no hidden file, is ever read.
@@ -35,16 +44,21 @@ from rag_assets.models import DocumentRef, ParsedDocument
 log = logging.getLogger(__name__)
 
 SNIPPETS_FOLDER = "snippets"
+# A Mintlify project's own configuration: its snippets/ folder sits beside it (a docs folder may hold
+# a whole repository with the Mintlify site one folder down).
+MINTLIFY_CONFIGS = ("docs.json", "mint.json")
 _SNIPPET_FILE_ATTR = re.compile(r"""<Snippet\s+file=["']([^"']+)["']""")
 _DEPENDENCY_HASH_VERSION = b"rag-imports-v1"
+MAX_LOGGED_WARNINGS = 20  # MDX warnings logged per page (all are counted in the parse stage's metadata)
 
 
 def import_sources(text: str) -> list[str]:
     """The local-markdown import sources of a page body (ESM imports of .md/.mdx files and Mintlify's
     ``<Snippet file="…"/>``), in order, each once."""
     sources = [imp.source for imp in mdx.find_imports(text) if imp.source.lower().endswith((".md", ".mdx"))]
-    if "<Snippet" in text:
-        sources.extend("/snippets/" + f.lstrip("/") for f in _SNIPPET_FILE_ATTR.findall(text))
+    if "<Snippet" in text:  # only markdown is read: <Snippet file="../notes.txt"/> is refused by the renderer
+        sources.extend("/snippets/" + f.lstrip("/") for f in _SNIPPET_FILE_ATTR.findall(text)
+                       if f.lower().endswith((".md", ".mdx")))
     return list(dict.fromkeys(sources))
 
 
@@ -54,7 +68,12 @@ def candidates(source: str, importer: str) -> list[str]:
         rest = source[len("@site/"):]
         paths = [rest, rest.split("/", 1)[1] if "/" in rest else ""]  # the site folder is the docs folder or its parent
     elif source.startswith("/"):
-        paths = [source[1:]]
+        # the site's root: the docs folder, else (a whole repository with its site in a subfolder)
+        # a folder on the importer's path, outermost first
+        folders = importer.split("/")[:-1]
+        rest = posixpath.normpath(source[1:])
+        climbs = rest.split("/")[0] == ".."  # refused below: never resolved from a subfolder instead
+        paths = [rest, *("/".join(folders[:k]) + "/" + rest for k in range(1, len(folders) + 1) if not climbs)]
     elif source.startswith("."):
         paths = [posixpath.join(posixpath.dirname(importer), source)]
     else:
@@ -86,7 +105,31 @@ def dependency_hash(file_hash: str, dependencies: Mapping[str, str]) -> str:
 
 
 def is_snippet_folder_path(doc_path: str) -> bool:
-    return doc_path.split("/", 1)[0] == SNIPPETS_FOLDER and "/" in doc_path
+    """Whether a folder named snippets/ is on the path (a cheap first look; `snippet_paths` decides)."""
+    return f"{SNIPPETS_FOLDER}/" in doc_path and SNIPPETS_FOLDER in doc_path.split("/")[:-1]
+
+
+def is_partial_name(doc_path: str) -> bool:
+    """The file's name, or a folder on its path, starts with "_" (a partial, if something imports it)."""
+    return any(part.startswith("_") for part in doc_path.split("/"))
+
+
+def _snippet_folder_test(root: Path | None):
+    """doc_path -> whether it lies under a snippets/ folder of a site: the docs folder's own, or one
+    beside a Mintlify docs.json/mint.json (each folder looked at once)."""
+    known: dict[str, bool] = {}
+
+    def is_site(prefix: str) -> bool:
+        if prefix not in known:
+            known[prefix] = root is not None and any((root / prefix / name).is_file() for name in MINTLIFY_CONFIGS)
+        return known[prefix]
+
+    def test(doc_path: str) -> bool:
+        parts = doc_path.split("/")
+        return any(part == SNIPPETS_FOLDER and (k == 0 or is_site("/".join(parts[:k])))
+                   for k, part in enumerate(parts[:-1]))
+
+    return test
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,7 +145,7 @@ def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool) -> tuple[lis
     hash_of = {r.doc_path: _own_hash(r) for r in refs}
     closures = all_closures(imports_of)
     out = [with_dependencies(r, closures[r.doc_path], hash_of) for r in refs]
-    snippet = set() if index_snippets else snippet_paths(closures)
+    snippet = set() if index_snippets else snippet_paths(closures, docs_root(refs[0]))
     return [r for r in out if r.doc_path not in snippet], sorted(snippet)
 
 
@@ -111,10 +154,13 @@ def all_closures(imports_of: Mapping[str, str]) -> dict[str, set[str]]:
     return {path: closure(path, imports_of) for path in imports_of}
 
 
-def snippet_paths(closures: Mapping[str, set[str]]) -> set[str]:
-    """Files that are snippets, not pages: imported by another file, or under snippets/."""
-    imported = set().union(*closures.values())
-    return imported | {p for p in closures if is_snippet_folder_path(p)}
+def snippet_paths(closures: Mapping[str, set[str]], root: Path | None = None) -> set[str]:
+    """Files that are snippets, not pages (the module docstring): under a site's snippets/ folder, or
+    a "_" partial another file imports. `root`: the docs folder, where a docs.json/mint.json is looked for."""
+    imported = set().union(*closures.values()) if closures else set()
+    in_snippets_folder = _snippet_folder_test(root)
+    return ({p for p in closures if is_snippet_folder_path(p) and in_snippets_folder(p)}
+            | {p for p in imported if is_partial_name(p)})
 
 
 def with_dependencies(ref: DocumentRef, dependencies: set[str], hash_of: Mapping[str, str]) -> DocumentRef:
@@ -202,13 +248,24 @@ def render_page(doc: ParsedDocument, ref: DocumentRef, max_file_bytes: int = 5_0
         if closure_hash(ref, files) != ref.content_hash:
             raise DocumentError(ref.doc_path, "a file it imports changed while being ingested; the next run indexes the new version")
 
+    texts: dict[str, str] = {}
+
     def load(source: str, importer: str) -> tuple[str, str] | None:
         path = resolve(source, importer, files.__contains__)
-        return None if path is None else (path, files[path].decode("utf-8", errors="replace"))
+        if path is None:
+            return None
+        if path not in texts:
+            texts[path] = files[path].decode("utf-8", errors="replace")
+        return path, texts[path]
 
-    rendering = mdx.render_mdx(doc.body, doc.doc_path, load)
-    for warning in rendering.warnings:
+    try:
+        rendering = mdx.render_mdx(doc.body, doc.doc_path, load, max_bytes=max_file_bytes)
+    except mdx.SnippetLimitError as exc:
+        raise DocumentError(ref.doc_path, str(exc)) from None
+    for warning in rendering.warnings[:MAX_LOGGED_WARNINGS]:
         log.warning("%s", warning)
+    if len(rendering.warnings) > MAX_LOGGED_WARNINGS:
+        log.warning("%s: %d more MDX warnings not shown", doc.doc_path, len(rendering.warnings) - MAX_LOGGED_WARNINGS)
     stats = {"mdx_warnings": len(rendering.warnings), "snippets_expanded": len(rendering.snippets)}
     if not rendering.changed:
         return doc, stats

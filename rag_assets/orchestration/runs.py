@@ -36,12 +36,13 @@ from filelock import FileLock, Timeout
 
 from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableError
 
-from rag_assets.ingest.catalog import catalog_run_needed, content_changed, touched_documents
+from rag_assets.ingest.catalog import catalog_run_needed, content_changed, only_added, touched_documents, vanished_documents
 from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file
+from rag_assets.ingest.scope import left_out_counts
 from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
-from rag_assets.models import DocumentRef, IngestSummary
-from rag_assets.index.stage_store import StageStore
+from rag_assets.models import Catalog, DocumentRef, IngestSummary
+from rag_assets.index.stage_store import INDEXED, StageStore
 from rag_assets.retrieval.snapshot_writer import ensure_snapshot
 
 from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
@@ -215,9 +216,14 @@ def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey, partition_keys
 
 def ingest(
     only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False, workers: int = 1,
-    corpus: CorpusDefinitions = DEFAULT, look: FolderLook | None = None,
+    corpus: CorpusDefinitions = DEFAULT, look: FolderLook | None = None, removing: Sequence[str] = (),
 ) -> IngestSummary:
     """Discover, register partitions, process the documents that changed; the summary the CLI prints.
+
+    `only_doc_paths`: process only these documents; those of them that are new, when new files are all
+    the folder changed, are registered here rather than by a catalog run (one run, not two).
+    `removing`: documents deleted on purpose (RAGPipeline.delete_documents): when they are all that
+    vanished, the deletion guard lets the catalog run remove them, however many they are.
 
     One ingest at a time per state folder (see the module docstring): a concurrent call waits.
     With an embedded store the ingest also holds the store's writer lock throughout (its process
@@ -239,7 +245,8 @@ def ingest(
         # the store is this process's alone from here: its collection loads while the runs start
         opening = open_in_background(settings) if writer is not None else None
         try:
-            summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look)
+            summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look,
+                                     removing)
             # runs commit the search snapshot; an index an earlier version wrote gets it here, not from a query
             ensure_snapshot(settings)
         finally:
@@ -269,7 +276,7 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
 
 
 def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int,
-                   corpus: CorpusDefinitions, look: FolderLook | None = None) -> IngestSummary:
+                   corpus: CorpusDefinitions, look: FolderLook | None = None, removing: Sequence[str] = ()) -> IngestSummary:
     settings = corpus.corpus.settings()
     document_catalog = corpus.ingestion.document_catalog
     instance = get_instance()
@@ -288,9 +295,27 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     else:
         stored = stages.read_catalog()
         seen = discover_for(settings, known=stored)
+    look_scope = seen  # the look's scope (the stored catalog read after a catalog run does not hold it)
     # no run, no new settings, store or generation since every document was current (noop_check):
     # Dagster's partitions are still the stored catalog's, and only what the folder changed can be stale
     trusted = look is not None and look.base_current and look.runs == runs_at_start
+    if only_doc_paths is not None:
+        # no stored catalog yet: a folder never catalogued is empty to begin with
+        base = stored if stored is not None else Catalog(docs_dir=seen.docs_dir, documents=[])
+        added = only_added(base, seen, set(only_doc_paths))
+        if added:  # new files of these paths are all that changed: registered here, no catalog run
+            instance.add_dynamic_partitions(corpus.ingestion.partitions.name, [d.partition_key for d in added])
+            if stored is None:
+                stages.write_catalog(replace(base, documents=added))
+            else:
+                stages.add_to_catalog(added)
+            stored = replace(base, documents=[*base.documents, *added])
+    if removing and not allow_mass_delete:
+        # documents deleted on purpose are not a folder emptied by accident: when they are all the
+        # indexed documents that vanished, the guard lets them go (anything else indexed that vanished
+        # keeps the guard as it is; one never indexed it does not count either way)
+        vanished = set(vanished_documents(seen, stages).doc_paths)
+        allow_mass_delete = bool(vanished) and not (vanished - set(removing)) & stages.doc_paths(INDEXED)
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
     ran_catalog = catalog_run_needed(stored, seen) or not trusted and set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
@@ -308,13 +333,24 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
             seen = stages.read_catalog()
         # refused: the stored catalog still lists the vanished documents; the folder as just seen
         # is what the runs below index
+    if not partial:
+        # what this look left out of scope, for the summary and `rag corpora` (a moved-only look left
+        # out nothing new: noop_check hands the whole look over when a moved page's facts moved)
+        summary.left_out, summary.default_language = dict(left_out_counts(look_scope.left_out)), look_scope.default_language
+        stages.write_scope(look_scope)
+    else:
+        recorded = stages.read_scope() or {}
+        summary.left_out = dict(recorded.get("left_out") or {})
+        summary.default_language = str(recorded.get("default_language") or "")
     catalog = seen
     refs = catalog.documents
     if only_doc_paths is not None:
         refs = [r for r in refs if r.doc_path in set(only_doc_paths)]
     documents = look.documents if partial else len(catalog.documents)
     summary.documents_discovered = documents + len(catalog.errors)
-    summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
+    # the files asked for (all, or only_doc_paths) that discovery refused (too large, unreadable) fail by name
+    refused = catalog.errors if only_doc_paths is None else [e for e in catalog.errors if e.path in set(only_doc_paths)]
+    summary.errors = [{"doc_path": e.path, "error": e.reason} for e in refused]
 
     if trusted:
         todo = content_changed(look.stored, refs)
@@ -347,7 +383,7 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     # every discovered document is counted once: unchanged (no work), processed (current now), or failed
     summary.documents_unchanged = (documents if only_doc_paths is None else len(refs)) - len(todo)
     summary.documents_processed = len(todo) - vanished - len(failed) - len(pending)
-    summary.documents_failed = len(catalog.errors if only_doc_paths is None else []) + len(failed) + len(pending)
+    summary.documents_failed = len(refused) + len(failed) + len(pending)
     return summary
 
 

@@ -21,6 +21,7 @@ found one out of the window's reach (windows.py).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import unicodedata
@@ -32,11 +33,11 @@ import numpy as np
 from rag_assets.config import Settings
 from rag_assets.errors import ConfigurationError, DimensionMismatchError, InvalidQueryError
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
-from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
+from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
 from rag_assets.retrieval.snapshot import SearchSnapshot, SnapshotView
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
-from rag_assets.retrieval.filters import Filters
+from rag_assets.retrieval.filters import Filters, split_tags
 from rag_assets.retrieval.windows import GAP_TOKENS, join_passages, passages, stored_tokens, window_tokens
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ class SearchResult:
             text=text,
             score=score,
             chunk_index=int(meta.get("chunk_index", 0)),
-            metadata=dict(meta),
+            metadata=_presented(meta),
             relevance=relevance,
         )
 
@@ -141,6 +142,15 @@ class SearchResult:
             data["context"] = self.context
             data["context_tokens"] = self.context_tokens
         return data
+
+
+def _presented(meta: dict[str, Any]) -> dict[str, Any]:
+    """Stored metadata as results hand it on: `tags`, stored as one "a, b" string (Chroma metadata
+    holds no lists), as the list it was in the frontmatter."""
+    out = dict(meta)
+    if "tags" in out:
+        out["tags"] = split_tags(out["tags"])
+    return out
 
 
 def _note_section_hits(results: list[SearchResult], ranked: list[Candidate], mates: dict[str, list[Candidate]]) -> None:
@@ -214,11 +224,13 @@ class Retriever:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, *, embedder=None, **kwargs) -> "Retriever":
-        """``embedder``: one the caller already holds (it must be the one the settings ask for)."""
-        from rag_assets.embedding import load_embedder
+        """``embedder``: one the caller already holds (it must be the one the settings ask for); by
+        default the process's one for these settings (rag_assets.embedding.shared_embedder), which
+        the ingestion runs of RAGPipeline.ingest use too: one model in memory, loaded once."""
+        from rag_assets.embedding import shared_embedder
 
         settings = settings or Settings.from_env()
-        embedder = embedder if embedder is not None else load_embedder(settings)
+        embedder = embedder if embedder is not None else shared_embedder(settings)
         return cls(embedder, None, settings, **kwargs)
 
     @property
@@ -243,22 +255,24 @@ class Retriever:
         return vector
 
     def search(self, query: str, mode: str | None = None, top_k: int = 5, filters=None, *,
-               context_tokens: int | None = None) -> list[SearchResult]:
+               context_tokens: int | None = None, fusion: str | None = None) -> list[SearchResult]:
         """The top_k chunks for query, best first (no relevance threshold)."""
-        return self.retrieve(query, mode, top_k, filters, context_tokens=context_tokens).results
+        return self.retrieve(query, mode, top_k, filters, context_tokens=context_tokens, fusion=fusion).results
 
     def retrieve(self, query: str, mode: str | None = None, top_k: int = 5, filters=None, *,
-                 context_tokens: int | None = None) -> Retrieval:
+                 context_tokens: int | None = None, fusion: str | None = None) -> Retrieval:
         """filters: a mapping or Filters (rag_assets.retrieval.filters); every list ranks inside the
         documents they select. context_tokens: each result's context budget (None: RAG_CONTEXT_TOKENS;
-        0: no context)."""
+        0: no context). fusion: how hybrid fuses its lists, `convex` or `rrf` (None: RAG_FUSION; the
+        mode `rrf` is hybrid with `rrf`)."""
         query = validate_query(query, self.settings.max_query_chars)
+        ranking = self.ranking_for(mode, fusion)
         mode = RetrievalMode.parse(mode, self.settings.retrieval_mode)
         top_k = validate_top_k(top_k)
         filters = Filters.parse(filters)
         budget = self._budget(context_tokens)
         view = self.view()
-        retrieval = self._retrieve(view, query, mode, top_k, filters)
+        retrieval = self._retrieve(view, query, mode, top_k, filters, ranking)
         self._add_context(view, retrieval.results, budget)
         retrieval.generation = view.generation
         return retrieval
@@ -274,6 +288,15 @@ class Retriever:
     def current_generation(self) -> str:
         """The index generation a query now answers from (the live snapshot's)."""
         return self.view().generation
+
+    def ranking_for(self, mode: Any, fusion: Any = None) -> RankingConfig:
+        """The ranking a call asks for: the configured one, with its fusion replaced when the call
+        names one (`fusion=`, or the mode `rrf`). ValueError for an unknown fusion."""
+        if fusion is None and isinstance(mode, str) and mode.strip().lower() == FusionMethod.RRF.value:
+            fusion = FusionMethod.RRF
+        if fusion is None:
+            return self.ranking
+        return dataclasses.replace(self.ranking, fusion=FusionMethod.parse(fusion))
 
     def add_context(self, results: list[SearchResult], context_tokens: int | None = None, *,
                     generation: str | None = None) -> list[SearchResult]:
@@ -331,7 +354,8 @@ class Retriever:
                 anchors.append(at)
         return anchors
 
-    def _retrieve(self, view: SnapshotView, query: str, mode: RetrievalMode, top_k: int, filters) -> Retrieval:
+    def _retrieve(self, view: SnapshotView, query: str, mode: RetrievalMode, top_k: int, filters,
+                  ranking: RankingConfig) -> Retrieval:
         scope = _Scope(filters.documents(view.documents()), view) if filters else None
         if scope is not None and not scope.documents:
             return Retrieval(mode, [])
@@ -339,7 +363,7 @@ class Retriever:
             return self._vector(view, query, top_k, scope)
         if mode is RetrievalMode.KEYWORD:
             return self._keyword(view, query, top_k, scope)
-        return self._hybrid(view, query, top_k, scope)
+        return self._hybrid(view, query, top_k, scope, ranking)
 
     # ------------------------------------------------------------------------------------------
     def _vector(self, view: SnapshotView, query: str, top_k: int, scope: _Scope | None = None) -> Retrieval:
@@ -358,7 +382,9 @@ class Retriever:
                                 {h.chunk_id: float(c) for h, c in zip(hits, cosines)})
         return Retrieval(RetrievalMode.KEYWORD, results, keyword_candidates=len(hits))
 
-    def _hybrid(self, view: SnapshotView, query: str, top_k: int, scope: _Scope | None = None) -> Retrieval:
+    def _hybrid(self, view: SnapshotView, query: str, top_k: int, scope: _Scope | None = None,
+                ranking: RankingConfig | None = None) -> Retrieval:
+        ranking = ranking or self.ranking
         depth = candidate_depth(top_k)
         vector = self.embed_query(query)
         mask = scope.mask() if scope else None
@@ -386,10 +412,10 @@ class Retriever:
         results = self._present(
             view, candidates,
             lambda cs, mates: rank_hybrid(cs, dense_reference, keyword_reference,
-                                          lambda head: self._heading_scores(view, query, head), self.ranking, top_k,
+                                          lambda head: self._heading_scores(view, query, head), ranking, top_k,
                                           rare_term_hit=rare_hit, mates=mates),
             cosines)
-        weights = (self.ranking.dense_weight, self.ranking.keyword_weight)
+        weights = (ranking.dense_weight, ranking.keyword_weight)
         return Retrieval(RetrievalMode.HYBRID, results, False, weights, len(rows), len(keyword_rows))
 
     # ------------------------------------------------------------------------------------------

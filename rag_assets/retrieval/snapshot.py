@@ -39,7 +39,7 @@ from rag_assets.index.generation import EMPTY, current_generation
 from rag_assets.retrieval import bm25
 from rag_assets.retrieval.snapshot_builds import FolderBuilds, builds_for, follows
 from rag_assets.retrieval.snapshot_segments import Segment
-from rag_assets.retrieval.terms import tokenize
+from rag_assets.retrieval.terms import query_terms
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,8 @@ class SnapshotView:
         self.dimension = manifest.get("dimension")
         self.segments = list(segments)
         self.heading_repeats = heading_repeats
+        # the tokenizer families of its segments' documents: a query is read as each of them reads it
+        self.languages = tuple(sorted({lang for s in self.segments for lang in s.languages})) or ("en",)
         sizes = [s.rows for s in self.segments]
         self._bases = [0, *np.cumsum(sizes, dtype=np.int64).tolist()]
         live = np.ones(self._bases[-1], dtype=bool)
@@ -173,7 +175,8 @@ class SnapshotView:
 
     # -- BM25 ------------------------------------------------------------------------------------
     def query_terms(self, query: str) -> list[str]:
-        return tokenize(query)
+        """The query's BM25 terms as the languages of this view's chunks read them (terms.query_terms)."""
+        return query_terms(query, self.languages)
 
     def _postings(self, term: str, header_repeats: int | None) -> list[bm25.Postings]:
         parts = []

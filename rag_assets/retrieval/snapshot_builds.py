@@ -29,7 +29,7 @@ from typing import Iterator
 
 from rag_assets.index.generation import EMPTY, current_generation
 
-MANIFEST_FORMAT = "snapshot-v1"
+MANIFEST_FORMAT = "snapshot-v2"  # v2: segments of seg-v2 (terms in the chunk's language)
 SEGMENT_PREFIX = "seg-"
 _MANIFEST_PREFIX = "manifest-"
 _CURRENT = "CURRENT"

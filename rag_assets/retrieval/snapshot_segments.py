@@ -34,10 +34,10 @@ import numpy as np
 from rag_assets.index.chroma_store import document_fields
 from rag_assets.retrieval.bm25 import Postings
 from rag_assets.retrieval.snapshot_builds import SEGMENT_PREFIX
-from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, section_key, text_key, tokenize
+from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, family, section_key, text_key, tokenize
 from rag_assets.retrieval.windows import opens_section, stored_tokens
 
-SEGMENT_FORMAT = "seg-v1"
+SEGMENT_FORMAT = "seg-v2"  # v2: terms in the chunk's language (terms.tokenize), the languages kept
 DOC_KEY_CHARS = 16
 _META = "meta.json"
 
@@ -99,12 +99,20 @@ class SegmentColumns:
     post_rows: np.ndarray  # int32, by term then row
     post_tf: np.ndarray  # float32: in the indexed text
     post_htf: np.ndarray  # float32: in the header
+    languages: list[str]  # the tokenizer families of its documents (terms.family): how a query is read
 
 
 def _terms(chunk: SnapshotChunk) -> tuple[Counter, Counter]:
-    """(terms of the indexed text, terms of the header alone) of a chunk, counted."""
+    """(terms of the indexed text, terms of the header alone) of a chunk, counted, in its language."""
     meta = chunk.metadata
-    return Counter(tokenize(chunk_index_text(chunk.text, meta))), Counter(tokenize(chunk_headings_text(meta)))
+    language = meta.get("language")
+    return (Counter(tokenize(chunk_index_text(chunk.text, meta), language)),
+            Counter(tokenize(chunk_headings_text(meta), language)))
+
+
+def _languages(fields: Sequence[dict]) -> list[str]:
+    """The tokenizer families of these documents (their filterable fields hold their language)."""
+    return sorted({family(f.get("language")) for f in fields})
 
 
 def _postings(terms: list[str], term: np.ndarray, row: np.ndarray, tf: np.ndarray, htf: np.ndarray):
@@ -175,7 +183,7 @@ def segment_columns(documents: Sequence[SnapshotDocument], dimension: int) -> Se
         head_len=np.asarray(head_len, dtype=np.int32), vectors=np.vstack(vectors).astype(np.float32).reshape(-1, dimension),
         texts=_blob(texts), metas=_blob(metas), doc_paths=_blob([d.doc_path.encode("utf-8") for d in documents]),
         fields=fields, doc_bounds=np.asarray(bounds, dtype=np.int64), sections=list(sections),
-        terms=terms, post_ptr=ptr, post_rows=prow, post_tf=ptf, post_htf=phtf)
+        terms=terms, post_ptr=ptr, post_rows=prow, post_tf=ptf, post_htf=phtf, languages=_languages(fields))
     return columns
 
 
@@ -253,7 +261,7 @@ def merge_segments(root: Path, parts: Sequence[tuple["Segment", Sequence[int]]],
         vectors=np.vstack(cols["vectors"]).astype(np.float32).reshape(-1, dimension),
         texts=_joined(texts), metas=_joined(metas), doc_paths=_blob(paths), fields=fields,
         doc_bounds=np.asarray(bounds, dtype=np.int64), sections=list(section_ids),
-        terms=terms, post_ptr=ptr, post_rows=prow, post_tf=ptf, post_htf=phtf)
+        terms=terms, post_ptr=ptr, post_rows=prow, post_tf=ptf, post_htf=phtf, languages=_languages(fields))
     return save_segment(root, columns)
 
 
@@ -296,7 +304,8 @@ def save_segment(root: Path, c: SegmentColumns) -> str:
         (tmp / "doc_fields.json").write_text(json.dumps(c.fields, ensure_ascii=False), encoding="utf-8")
         (tmp / "sections.json").write_text(json.dumps(c.sections, ensure_ascii=False), encoding="utf-8")
         (tmp / _META).write_text(json.dumps({"format": SEGMENT_FORMAT, "rows": len(c.ids), "documents": len(c.fields),
-                                             "dimension": int(c.vectors.shape[1])}), encoding="utf-8")
+                                             "dimension": int(c.vectors.shape[1]), "languages": c.languages}),
+                                 encoding="utf-8")
         os.replace(tmp, root / name)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -349,6 +358,7 @@ class Segment:
             raise ValueError(f"{self.folder}: segment format {meta.get('format')!r}, expected {SEGMENT_FORMAT}")
         self.rows = int(meta["rows"])
         self.dimension = int(meta["dimension"])
+        self.languages = tuple(meta.get("languages") or ("en",))
         load = lambda name: np.load(self.folder / f"{name}.npy", mmap_mode="r")  # noqa: E731
         self.ids, self.ids_sorted, self.ids_sorted_rows = load("ids"), load("ids_sorted"), load("ids_sorted_rows")
         self.row_doc, self.chunk_index, self.tokens = load("row_doc"), load("chunk_index"), load("tokens")

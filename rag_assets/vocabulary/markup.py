@@ -42,9 +42,10 @@ def push_heading(path: list[tuple[int, str]], level: int, heading: str) -> str:
     return title
 
 
-def may_hold_include_directive(text: str) -> bool:
-    """A cheap look before the regex: no `{*` or `{!`, no include directive."""
-    return "{*" in text or "{!" in text
+def may_hold_include_directive(text: str, start: int = 0, end: int | None = None) -> bool:
+    """A cheap look before the regex: no `{*` or `{!` in text[start:end], no include directive there."""
+    end = len(text) if end is None else end
+    return text.find("{*", start, end) >= 0 or text.find("{!", start, end) >= 0
 
 
 def drop_include_directives(text: str) -> str:

@@ -12,9 +12,11 @@ import pytest
 from rag_assets.ingest.chunking import ChunkingConfig, ChunkingStats, build_index_text, chunk_document
 from rag_assets.config import Settings
 from rag_assets.ingest.markdown import split_markdown
+from rag_assets.ingest.mdx import render_mdx
 from rag_assets.vocabulary.markup import indexable_text
 from rag_assets.models import Chunk, ParsedDocument
 from rag_assets.ingest.tokens import TokenCounter
+from rag_assets_tests.support import real_pages
 
 WORDS = (
     "robots perceive their surroundings through cameras and lidar while planners turn goals into "
@@ -584,3 +586,65 @@ def test_run_chunk_counts_the_blocks_it_split(tmp_path, counter: TokenCounter) -
     report = run_chunk(refs, stages, counter, ChunkingConfig(), None, fingerprint)
     assert report.stats["blocks_split"] == 2 and report.stats["oversized_chunks"] == 0
     assert report.per_document["big.md"]["blocks_split"] == 2 and report.per_document["small.md"]["blocks_split"] == 0
+
+
+# -- code inside lists, quotes and tabs keeps its fences (issue 34, item 7) -----------------------------
+def _page_fences(text: str) -> list[list[str]]:
+    """The raw lines of every fenced code block of a page, as markdown-it parses it."""
+    from markdown_it import MarkdownIt
+
+    lines = text.split("\n")
+    return [lines[t.map[0] : t.map[1]] for t in MarkdownIt("commonmark").parse(text) if t.type == "fence"]
+
+
+def _code_regions(text: str, page: list[list[str]]) -> tuple[list[tuple[list[str], bool]], list[str]]:
+    """(code regions, lines outside them) of a chunk or context: a region opens at a line that is a page
+    fence's opening line, verbatim (indentation, list marker and "> " included), and closes at that
+    fence's closing line. A chunk cut in a code block without its fence, or a fence line re-indented,
+    leaves code outside every region."""
+    closers: dict[str, set[str]] = {}
+    for raw in page:
+        closers.setdefault(raw[0], set()).add(raw[-1])
+    regions: list[tuple[list[str], bool]] = []
+    outside: list[str] = []
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        if current is None:
+            if line in closers:
+                current = [line]
+            else:
+                outside.append(line)
+        else:
+            current.append(line)
+            if line in closers[current[0]]:
+                regions.append((current, True))
+                current = None
+    if current is not None:
+        regions.append((current, False))
+    return regions, outside
+
+
+@pytest.mark.parametrize("config", [ChunkingConfig(), ChunkingConfig(min_tokens=10, target_tokens=30, max_tokens=45)],
+                         ids=["default", "small"])
+@pytest.mark.parametrize("name", sorted(real_pages.PAGES))
+def test_chunks_and_contexts_of_real_pages_keep_code_inside_its_fences(name, config, counter) -> None:
+    """A chunk never starts mid-code without its fence, no fence in a chunk is left open, and a chunk's
+    (and a context's) code keeps the page's indentation under the page's own opening fence line."""
+    from rag_assets.retrieval.windows import join_texts
+
+    body = render_mdx(real_pages.PAGES[name], name).body
+    page = _page_fences(body)
+    code = [line for raw in page for line in raw[1:-1] if line.strip(" >")]
+    long_code = {line.strip(" >") for line in code if len(line.strip(" >")) > 12}
+    chunks = chunk_document(make_doc(body), split_markdown(body), counter, config)
+    assert page and len(chunks) > 1
+    sections: dict[str, list[str]] = {}
+    for chunk in chunks:
+        sections.setdefault(chunk.section, []).append(chunk.text)
+    for text in [c.text for c in chunks] + [join_texts(texts) for texts in sections.values()]:
+        regions, outside = _code_regions(text, page)
+        assert not [line for line in outside if line.strip(" >") in long_code], (name, text)
+        for lines, closed in regions:
+            assert closed, (name, text)
+            # each line of code is the page's line, or a piece of one too long for a chunk
+            assert all(any(line in page_line for page_line in code) for line in lines[1:-1] if line), (name, lines)

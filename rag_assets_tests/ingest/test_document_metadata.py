@@ -11,7 +11,7 @@ import pytest
 
 from rag_assets.errors import InvalidDocumentError
 from rag_assets.ingest.discovery import discover
-from rag_assets.ingest.document_metadata import MetadataPolicy, complete
+from rag_assets.ingest.document_metadata import MetadataPolicy, complete, file_date
 from rag_assets.ingest.frontmatter import read_document
 from rag_assets_tests.conftest import subprocess_env, write_corpus
 
@@ -99,3 +99,25 @@ def test_the_git_head_is_asked_once_for_many_documents_and_again_later(tmp_path,
     (ref, *_) = discover(root).documents
     complete(read_document(ref), ref, MetadataPolicy())
     assert len(asked) == 2
+
+
+def test_a_date_with_trailing_text_or_in_the_future_is_replaced_by_the_files_date_with_a_warning(tmp_path, caplog):
+    """Issue 36, item 10: `2024-01-05garbage` and a future last_update_date were accepted silently."""
+    root = write_corpus(tmp_path / "docs", {
+        "garbage.md": "---\nlast_update_date: 2024-01-05garbage\n---\n# G\n\nText.\n",
+        "future.md": "---\nlast_update_date: 2999-01-01\n---\n# F\n\nText.\n",
+        "timed.md": "---\nlast_update_date: \"2024-01-05 10:00:00 +0100\"\n---\n# T\n\nText.\n",
+        "zulu.md": "---\nlast_update_date: \"2024-01-05T10:00:00Z\"\n---\n# Z\n\nText.\n",
+    })
+    refs = {r.doc_path: r for r in discover(root).documents}
+    warnings: list[str] = []
+    with caplog.at_level("WARNING"):
+        meta = {p: complete(read_document(r), r, MetadataPolicy(), warnings).metadata for p, r in refs.items()}
+    today = file_date(refs["garbage.md"])
+    assert meta["garbage.md"]["last_update_date"] == today and meta["future.md"]["last_update_date"] == today
+    assert meta["timed.md"]["last_update_date"] == meta["zulu.md"]["last_update_date"] == "2024-01-05"
+    assert sorted(warnings) == [
+        f"future.md: last_update_date '2999-01-01' lies in the future: the file's date {today} is used",
+        f"garbage.md: last_update_date '2024-01-05garbage' is not a date (use YYYY-MM-DD): the file's date {today} is used",
+    ]
+    assert sorted(r.getMessage() for r in caplog.records) == sorted(warnings)  # logged as they arise

@@ -9,7 +9,9 @@ import time
 import pytest
 
 from rag_assets.ingest.markdown import split_markdown
+from rag_assets.ingest.mdx import render_mdx
 from rag_assets.models import Block, BlockType
+from rag_assets_tests.support import real_pages
 
 H, P, C, T, A = BlockType.HEADING, BlockType.PROSE, BlockType.CODE, BlockType.TABLE, BlockType.ADMONITION
 
@@ -436,9 +438,11 @@ def test_markers_inside_fenced_code_are_code(marker: str) -> None:
     code = f"```markdown\n{marker}\n    indented body\n///\n:::\n```"
     blocks = split(f"# Syntax\n\n{code}\n\nText.\n")
     assert kinds(blocks) == [H, C, P] and blocks[1].text == code
-    listed = f"- Write it like this:\n\n    ```markdown\n    {marker}\n        body\n    ```\n\n- Next item."
-    blocks = split(listed)
-    assert kinds(blocks) == [P] and blocks[0].text == listed
+    listed_code = f"    ```markdown\n    {marker}\n        body\n    ```"
+    blocks = split(f"- Write it like this:\n\n{listed_code}\n\n- Next item.")
+    # a fence in a list item is a code block of its own, verbatim, between the list's prose
+    assert kinds(blocks) == [P, C, P] and blocks[1].text == listed_code
+    assert [b.text for b in (blocks[0], blocks[2])] == ["- Write it like this:", "- Next item."]
 
 
 def test_other_blocks_have_no_label() -> None:
@@ -643,3 +647,43 @@ def test_stored_blocks_without_a_label_still_load() -> None:
     assert blocks_from_list(old) == [Block(A, ":::note\nx\n:::", start_line=0)]
     new = split_markdown("!!! tip\n    body\n")
     assert blocks_from_list(blocks_to_list(new)) == new and new[0].label == "tip"
+
+
+# -- fences inside lists, quotes and tabs: markdown-it's parse is the truth (issue 34, item 7) ---------
+def _fence_texts(body: str) -> list[str]:
+    """The lines of every fenced code block as markdown-it (CommonMark) parses the body."""
+    from markdown_it import MarkdownIt
+
+    lines = body.split("\n")
+    return ["\n".join(lines[t.map[0] : t.map[1]]).rstrip("\n")
+            for t in MarkdownIt("commonmark").parse(body) if t.type == "fence"]
+
+
+@pytest.mark.parametrize("name", sorted(real_pages.PAGES))
+def test_every_fence_of_a_real_page_is_one_code_block_verbatim(name: str) -> None:
+    rendering = render_mdx(real_pages.PAGES[name], name)  # what the parse stage hands the splitter
+    assert not rendering.warnings  # no stray </TabItem>: no fence closed early in the renderer
+    blocks = split(rendering.body)
+    assert [b.text for b in blocks if b.type is C] == _fence_texts(rendering.body)
+    assert not [b for b in blocks if b.type is not C and "```" in b.text]
+    assert_covers(rendering.body, blocks)
+
+
+def test_a_fence_in_a_list_closes_where_commonmark_closes_it() -> None:
+    # an indented line of backticks inside the code is code, not a closing fence
+    body = "1. Run:\n\n   ```md\n   Example:\n\n       ```\n       nested\n       ```\n   ```\n\n2. Done.\n"
+    blocks = split(body)
+    assert kinds(blocks) == [P, C, P] and blocks[1].text.endswith("       ```\n   ```")
+    # the renderer agrees: the page's text after the nested example is still code to it
+    assert render_mdx(body.replace("nested", "</Tab>"), "p.md").warnings == []
+    # a fence that never closes inside a list item ends with the item, flagged
+    blocks = split("- item\n\n  ```bash\n  npm i\n\nnot in the list\n")
+    assert kinds(blocks) == [P, C, P] and blocks[1].unclosed and blocks[2].text == "not in the list"
+
+
+def test_past_the_nesting_limit_fences_are_found_again() -> None:
+    deep = "".join("  " * i + "- x\n" for i in range(120))
+    body = f"{deep}\nAfter the deep list.\n\n```bash\n# a comment, not a heading\n```\n\n## Real heading\n\nText.\n"
+    blocks = split(body)
+    assert [b.type for b in blocks][-4:] == [P, C, H, P]
+    assert blocks[-3].text == "```bash\n# a comment, not a heading\n```"

@@ -135,3 +135,17 @@ def test_time_is_linear_on_hostile_input():
     start = time.perf_counter()
     render(body)
     assert time.perf_counter() - start < 10
+
+
+def test_an_inline_component_keeps_its_title_and_a_tooltip_its_place():
+    """Issue 36, item 10: an inline <Card title="…"> lost its title."""
+    out = render('See <Card title="Quickstart guide" href="/q">the first steps</Card> and <Tooltip tip="hover">FTS</Tooltip>.\n')
+    assert out.body == "See  Quickstart guide the first steps and FTS."
+
+
+def test_prose_that_starts_lines_with_import_is_found_once_and_statements_still_parse():
+    body = "import the data\n" * 2000 + "\nimport A from\n  './a.mdx';\nimport \n  './side-effect.css'\nimport B, { c } from \"./b.md\"\n\nText.\n"
+    imports = find_imports(body)
+    assert [(i.source, i.default_name) for i in imports] == [
+        ("./a.mdx", "A"), ("./side-effect.css", None), ("./b.md", "B")]
+    assert render(body).body.startswith("import the data\nimport the data")

@@ -11,12 +11,13 @@ import pytest
 from rag_assets.errors import DocumentError
 from rag_assets.index import state_db
 from rag_assets.index.stage_store import CHUNKS, StageStore
-from rag_assets.ingest import frontmatter, snippets
+from rag_assets.ingest import frontmatter, mdx, snippets
 from rag_assets.ingest.chunking import ChunkingConfig
 from rag_assets.ingest.change_detection import detect_changes
 from rag_assets.ingest.discovery import discover, fingerprint_file
 from rag_assets.ingest.stages import chunking_fingerprint, run_chunk, run_parse, run_split
 from rag_assets.ingest.tokens import TokenCounter
+from rag_assets_tests.support.hostile_pages import normal_page, snippet_bomb
 from rag_assets_tests.support.mdx_site import write_mdx_site
 
 TAG = re.compile(r"</?[A-Za-z][\w.]*[\s/>]")
@@ -35,7 +36,9 @@ def test_snippet_files_are_not_pages_unless_asked(site):
 
 
 def test_candidates_stay_inside_the_docs_folder():
-    assert snippets.candidates("/snippets/a.mdx", "x/page.mdx") == ["snippets/a.mdx"]
+    # "/": the docs folder first, then the folders on the importer's path (a site kept in a subfolder)
+    assert snippets.candidates("/snippets/a.mdx", "x/page.mdx") == ["snippets/a.mdx", "x/snippets/a.mdx"]
+    assert snippets.candidates("/../a.mdx", "x/page.mdx") == []
     assert snippets.candidates("./_p.mdx", "guides/page.mdx") == ["guides/_p.mdx"]
     assert snippets.candidates("../_p.mdx", "guides/page.mdx") == ["_p.mdx"]
     assert snippets.candidates("@site/docs/_p.mdx", "page.mdx") == ["docs/_p.mdx", "_p.mdx"]
@@ -134,3 +137,115 @@ def test_the_sensor_sees_a_snippet_edit_as_a_change_of_the_pages_that_show_it(si
     assert second.changed[0].content_hash == next(
         d.content_hash for d in discover(site).documents if d.doc_path == "guides/install.mdx")
     assert not detect_changes(site, second.cursor, settle_seconds=0).any
+
+
+def test_an_import_never_turns_a_page_into_a_snippet(tmp_path):
+    """Issue 36, item 2: an unused `import B from './b.md'` deleted b.md from the index, and two pages
+    importing each other both vanished. What makes a snippet is its place and name, not an import."""
+    docs = tmp_path / "docs"
+    files = {
+        "a.md": "import B from './b.md';\n\n# A\n\nPage A.\n",
+        "b.md": "# B\n\nPage B.\n",
+        "c.mdx": "import D from './d.mdx';\n\n# C\n\n<D />\n",
+        "d.mdx": "import C from './c.mdx';\n\n# D\n\n<C />\n",
+        # Docusaurus partials: "_" file or folder names, imported
+        "guide.mdx": "import P from './_partials/step.mdx';\nimport R from './_req.md';\n\n# Guide\n\n<P />\n\n<R />\n",
+        "_partials/step.mdx": "Run the step.\n",
+        "_req.md": "Needs 4 GB.\n",
+        # "_" names that nothing imports stay pages: Hugo's section page, a Jekyll collection
+        "section/_index.md": "# Section\n\nThe section page.\n",
+        "_docs/intro.md": "# Intro\n\nA collection page.\n",
+        # snippets/ at the top
+        "snippets/top.mdx": "Top snippet.\n",
+        # a folder called snippets that is not a site's snippets folder holds pages
+        "features/snippets/overview.md": "# Code snippets\n\nThe snippets feature.\n",
+    }
+    for rel, text in files.items():
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(text)
+    pages = ["_docs/intro.md", "a.md", "b.md", "c.mdx", "d.mdx", "features/snippets/overview.md", "guide.mdx",
+             "section/_index.md"]
+    catalog = discover(docs)
+    assert [d.doc_path for d in catalog.documents] == pages
+    assert catalog.excluded == ["_partials/step.mdx", "_req.md", "snippets/top.mdx"]
+    # the sensor's look agrees (it is how `rag watch` and the UI see the folder)
+    assert sorted(r.doc_path for r in detect_changes(docs, None, settle_seconds=0).added) == pages
+    # pages importing each other are both pages, each shown once inside the other (the cycle is cut)
+    by_path = {d.doc_path: d for d in catalog.documents}
+    c, stats = snippets.render_page(frontmatter.read_document(by_path["c.mdx"]), by_path["c.mdx"])
+    assert c.body.count("# D") == 1 and c.body.count("# C") == 1 and stats["mdx_warnings"] == 1
+
+
+def test_the_snippets_folder_beside_a_mintlify_docs_json_one_folder_down_holds_snippets(tmp_path):
+    """A whole repository with its Mintlify site in a subfolder: the site's snippets/ (beside its
+    docs.json) holds snippets; a folder called snippets elsewhere in the site holds pages. (The files
+    outside the site are the scope rules' to leave out: ingest/site_rules.py.)"""
+    docs = tmp_path / "docs"
+    files = {
+        "site/docs.json": "{}",
+        "site/snippets/s.mdx": "Site snippet.\n",
+        "site/page.mdx": "import S from '/snippets/s.mdx';\n\n# Page\n\n<S />\n",
+        "site/features/snippets/overview.md": "# Code snippets\n\nThe snippets feature.\n",
+    }
+    for rel, text in files.items():
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(text)
+    catalog = discover(docs)
+    assert [d.doc_path for d in catalog.documents] == ["site/features/snippets/overview.md", "site/page.mdx"]
+    assert catalog.excluded == ["site/snippets/s.mdx"]
+    page = next(d for d in catalog.documents if d.doc_path == "site/page.mdx")
+    rendered, _ = snippets.render_page(frontmatter.read_document(page), page)
+    assert "Site snippet." in rendered.body
+
+
+def test_a_snippet_bomb_fails_its_page_by_name_at_once_and_the_other_pages_are_parsed(tmp_path):
+    """Issue 36, item 1: six snippet files of 818 bytes, each using the next 8 times, 5 levels deep,
+    rendered 299,592 snippet uses and logged 262,144 warnings (in `rag ingest`, past 600 s)."""
+    docs = tmp_path / "docs"
+    bomb = snippet_bomb(docs)
+    normal = normal_page(docs)
+    assert sum(p.stat().st_size for p in (docs / "snippets").iterdir()) == 818
+    refs = discover(docs).documents
+    report = run_parse(refs, StageStore(tmp_path / "state"))
+    assert report.processed == [normal]
+    assert report.failed[bomb] == (f"{bomb}: its snippets expand to more than {mdx.MAX_SNIPPET_EXPANSIONS:,} snippet "
+                                   "uses (passed at snippets/s2.mdx); not indexed")
+    # each snippet is rendered once per depth and reused: the loader is asked about each use at most once
+    ref = next(r for r in refs if r.doc_path == bomb)
+    asked: list[str] = []
+    files = snippets.read_closure(snippets.docs_root(ref), bomb, ref.imports, 5_000_000)
+
+    def load(source, importer):
+        asked.append(source)
+        path = snippets.resolve(source, importer, files.__contains__)
+        return path, files[path].decode()
+
+    with pytest.raises(mdx.SnippetLimitError):
+        mdx.render_mdx(frontmatter.read_document(ref).body, bomb, load)
+    assert len(asked) <= mdx.MAX_SNIPPET_EXPANSIONS
+    # without the expansion limit, the size limit stops it: never more than RAG_MAX_FILE_BYTES of text
+    with pytest.raises(mdx.SnippetLimitError, match=r"past 100,000 bytes, the file-size limit RAG_MAX_FILE_BYTES"):
+        mdx.render_mdx(frontmatter.read_document(ref).body, bomb, load, max_bytes=100_000, max_expansions=10**9)
+
+
+def test_a_deep_but_small_snippet_tree_is_expanded_and_warns_once_per_snippet(tmp_path):
+    docs = tmp_path / "docs"
+    bomb = snippet_bomb(docs, uses=3, levels=6)  # 3 + 9 + ... expansions, one level past MAX_SNIPPET_DEPTH
+    ref = discover(docs).documents[0]
+    doc, stats = snippets.render_page(frontmatter.read_document(ref), ref)
+    assert doc.body.count("Level 5.") == 3 ** 5 and "Level 6." not in doc.body
+    assert stats["mdx_warnings"] == 1  # the refused sixth level: one warning, not one per use
+
+
+def test_snippet_file_must_be_markdown(tmp_path):
+    """Issue 36, item 10: <Snippet file="../notes.txt"/> inlined any file of the docs folder."""
+    docs = tmp_path / "docs"
+    (docs / "snippets").mkdir(parents=True)
+    (docs / "notes.txt").write_text("SECRET-NOTES\n")
+    (docs / "snippets" / "ok.mdx").write_text("Shown snippet.\n")
+    (docs / "page.mdx").write_text('# Page\n\n<Snippet file="../notes.txt"/>\n\n<Snippet file="ok.mdx"/>\n')
+    ref = discover(docs).documents[0]
+    assert ref.imports == "/snippets/ok.mdx"  # the .txt is never part of the page's identity or read
+    doc, stats = snippets.render_page(frontmatter.read_document(ref), ref)
+    assert "SECRET-NOTES" not in doc.body and "Shown snippet." in doc.body
+    assert stats["mdx_warnings"] == 1

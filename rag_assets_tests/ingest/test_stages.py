@@ -192,3 +192,42 @@ def test_index_commits_the_search_snapshot_and_a_failed_commit_is_redone(corpus,
     assert run_index(edited, stages, store, cache, fingerprint, snapshot=writer).processed == ["page-3.md"]
     texts = [reader.view().text(r) for r in range(len(reader.view())) if reader.view().table(r).doc_path == "page-3.md"]
     assert texts and all("ZK-4411" in t for t in texts)
+
+
+def test_frontmatter_keys_the_store_refuses_are_dropped_by_name_before_embedding(tmp_path, local_embedder, caplog):
+    """Issue 36, item 9: a key "$or" or "" failed the document after it was embedded, with "Invalid metadata
+    at index 0" naming no key. Now the key is dropped with a warning naming file and key; the page is indexed."""
+    docs = write_corpus(tmp_path / "docs", {
+        "keys.md": '---\n"$or": x\n"": empty\n"#tag": y\nchroma:document: z\nkept: fog\n---\n# Keys\n\nThe lighthouse keeper logs fog.\n',
+        "plain.md": "# Plain\n\nNothing odd here.\n",
+    })
+    refs = discover(docs).documents
+    stages = StageStore(tmp_path / "state")
+    cache = EmbeddingCache(stages.db)
+    with caplog.at_level("WARNING"):
+        fingerprint = _chunk_all(refs, stages, tmp_path, local_embedder)
+    dropped = [r.getMessage() for r in caplog.records if "frontmatter key" in r.getMessage()]
+    assert sorted(dropped) == sorted(f"keys.md: frontmatter key {key!r} dropped: the vector store refuses keys that are "
+                                     "empty or start with '$' or '#'" for key in ("$or", "", "#tag", "chroma:document"))
+    assert not run_embed(refs, stages, local_embedder, cache, fingerprint).failed
+    store = ChromaStore(path=tmp_path / "chroma", embedding_model=local_embedder.model_name, dimension=384)
+    report = run_index(refs, stages, store, cache, fingerprint)
+    assert not report.failed and store.doc_paths() == {"keys.md", "plain.md"}
+    hit = store.get(sorted(store.ids_of(["keys.md"])["keys.md"]))[0]
+    assert hit.metadata["kept"] == "fog" and not any(k.startswith(("$", "#")) or not k for k in hit.metadata)
+
+
+def test_every_step_of_a_page_is_linear_in_its_size(tmp_path):
+    """Issue 36, item 6: a step quadratic in a page's size (4.8 MB on one line never finished; one 1 MB
+    section took 80 s to chunk). Each hostile shape goes through the whole per-page path (read,
+    frontmatter, MDX, snippets, split, chunk, ids, metadata, index text) at n and 4n bytes: the CPU time
+    (best of two, this process only, so other load on the machine hardly counts) grows ~4x when every
+    step is linear and ~16x when one is quadratic; the bound, 9x, leaves room for noise and n log n."""
+    from rag_assets_tests.support.hostile_pages import LINEARITY_SHAPES, page_path_cpu_seconds
+
+    ratios = {}
+    for name, (make, n) in LINEARITY_SHAPES.items():
+        small = page_path_cpu_seconds(tmp_path / f"{name}-n", make(n))
+        large = page_path_cpu_seconds(tmp_path / f"{name}-4n", make(4 * n))
+        ratios[name] = round(large / max(small, 1e-3), 1)
+    assert all(r < 9 for r in ratios.values()), ratios

@@ -133,7 +133,8 @@ class _Packer(_LeadIns):
         return sum(self._indexed_tokens(u) for u in units) + max(len(units) - 1, 0)
 
     def _indexed_tokens(self, unit: _Unit) -> int:
-        if unit.atomic or not may_hold_include_directive(unit.source):
+        # the unit's own range: a look at its whole block, once per unit, made one big section quadratic
+        if unit.atomic or not may_hold_include_directive(unit.source, unit.start, unit.end):
             return unit.tokens
         key = (unit.block_id, unit.start, unit.end)
         if key not in self._indexed:

@@ -4,6 +4,7 @@ token slices), code blocks and tables at line boundaries into framed pieces, ``$
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from dataclasses import replace
@@ -27,7 +28,10 @@ _LINES_OR_SENTENCES = re.compile(r"\n\s*|(?<=[.!?;:。！？])\s+")
 # needs both together, so it never ends a chunk whose next chunk holds what it introduces. The
 # lookbehind keeps an admonition's closing ":::" from counting as a colon.
 _LEAD_IN = re.compile(r"(?:(?<!:)[:：]|\bas follows\.?|\bfor example,?|\blike this\.?|\be\.g\.,?)$", re.IGNORECASE)
-_FENCE = re.compile(r"([ \t]*)(`{3,}|~{3,})")
+# A code block's opening fence, after what a fence nested in a list item or quote has before it on its
+# line (indentation, "> ", a list marker): its pieces repeat that line and end as the block ends.
+_FENCE = re.compile(r"((?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?)(`{3,}|~{3,})")
+_LIST_MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")
 
 
 class _Splitter:
@@ -136,7 +140,13 @@ class _Splitter:
             if text[pos:stop].strip():
                 tokens = self.counter.count(text[pos:stop])
                 if tokens > budget:
-                    spans.extend(self._split(text, pos, stop, tokens, budget, _WORD_LEVEL, []))
+                    pieces = self._split(text, pos, stop, tokens, budget, _WORD_LEVEL, [])
+                    indent = len(text[pos:stop]) - len(text[pos:stop].lstrip())
+                    if indent and pieces and pieces[0][0] == pos + indent:
+                        # the line's first piece keeps its indentation, as the block's other lines do
+                        s0, e0, _ = pieces[0]
+                        pieces[0] = (pos, e0, self.counter.count(text[pos:e0]))
+                    spans.extend(pieces)
                 else:
                     spans.append((pos, stop, tokens))
             pos = stop + 1
@@ -159,11 +169,13 @@ def _frame(unit: _Unit) -> tuple[str, str, int, int]:
     if fence is None:
         return "", "", 0, len(text)
     last_start = text.rfind("\n") + 1
-    closing = re.compile(rf"[ \t]*{re.escape(fence[2][0])}{{{len(fence[2])},}}[ \t]*")
+    closing = re.compile(rf"(?:[ \t]*>)*[ \t]*{re.escape(fence[2][0])}{{{len(fence[2])},}}[ \t]*")
     if closing.fullmatch(text, last_start):
         return text[: first_end + 1], "\n" + text[last_start:], first_end + 1, max(first_end + 1, last_start - 1)
-    # An unclosed fence: every piece gets a closing fence anyway, so each is valid on its own.
-    return text[: first_end + 1], f"\n{fence[1]}{fence[2]}", first_end + 1, len(text)
+    # An unclosed fence: every piece gets a closing fence anyway, so each is valid on its own (indented
+    # like the opening one, without its list marker).
+    indent = _LIST_MARKER.sub(lambda m: " " * len(m.group()), fence[1])
+    return text[: first_end + 1], f"\n{indent}{fence[2]}", first_end + 1, len(text)
 
 
 def _pack_lines(
@@ -189,8 +201,11 @@ def _pack_lines(
     return first + _greedy_merge(_greedy_merge(spans, aim, 1), budget, 1)
 
 
-def _protected_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in _MATH.finditer(text)] if "$$" in text else []
+@functools.lru_cache(maxsize=16)
+def _protected_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """The ``$$ … $$`` spans of a block's text: looked for once per block (the pieces of a big block
+    ask for the spans of its whole text, which a look each time made quadratic)."""
+    return tuple(m.span() for m in _MATH.finditer(text)) if "$$" in text else ()
 
 
 def _segments(
@@ -234,26 +249,28 @@ def _greedy_merge(
 
     out: list[tuple[int, int, int]] = []
     members: list[tuple[int, int, int]] = []  # the spans merged into out[-1]
+    leads = 0  # how many spans at the end of `members` are lead-ins (each span is looked at once)
     for span in spans:
         t = span[2]
+        is_lead = lead_in(span)
         if out:
             ps, pe, pt = out[-1]
-            if pt + join_cost + t <= aim or (lead_in(members[-1]) and pt + join_cost + t <= budget):
+            if pt + join_cost + t <= aim or (leads and pt + join_cost + t <= budget):
                 out[-1] = (ps, span[1], pt + join_cost + t)
                 members.append(span)
+                leads = leads + 1 if is_lead else 0
                 continue
-            k = len(members)
-            while k > 1 and lead_in(members[k - 1]):
-                k -= 1
-            moved = members[k:]
+            moved = members[max(1, len(members) - leads):]  # the lead-ins that end it, never all of it
             moved_tokens = sum(m[2] + join_cost for m in moved)
             if moved and moved_tokens + t <= budget:
                 out[-1] = (ps, _prev_end(text, ps, moved[0][0]), pt - moved_tokens)
                 out.append((moved[0][0], span[1], moved_tokens + t))
                 members = moved + [span]
+                leads = len(members) if is_lead else 0
                 continue
         out.append(span)
         members = [span]
+        leads = 1 if is_lead else 0
     return out
 
 
