@@ -296,8 +296,8 @@ class SearchSnapshot:
                     self._private is not None and live.name == self._private.current_name())):
                 return live
             manifest = self.builds.manifest(name)
-            if name is not None and manifest is None:
-                continue  # replaced while it was read
+            if name is not None and manifest is None and self.builds.current_name() != name:
+                continue  # replaced while it was read (else it names no manifest this version reads: rebuilt)
             builds = self.builds
             if not follows(manifest, generation):
                 private = self._private.current() if self._private is not None else None

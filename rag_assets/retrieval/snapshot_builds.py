@@ -103,8 +103,9 @@ class FolderBuilds:
             manifest = json.loads((self.root / name).read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except ValueError:
-            return None  # a torn or foreign file: treated as no snapshot (rebuilt)
+        except (IsADirectoryError, ValueError):
+            # a foreign or torn entry, e.g. CURRENT naming an earlier version's build folder: no snapshot (rebuilt)
+            return None
         manifest["name"] = name
         return manifest
 

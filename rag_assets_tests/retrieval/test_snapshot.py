@@ -11,7 +11,7 @@ import pytest
 from rag_assets.config import Settings
 from rag_assets.retrieval.retriever import Retriever
 from rag_assets.retrieval.snapshot import DEFAULT_HEADING_REPEATS, SearchSnapshot
-from rag_assets.retrieval.snapshot_builds import builds_for
+from rag_assets.retrieval.snapshot_builds import builds_for, snapshot_root
 from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, tokenize
 from rag_assets_tests.conftest import write_corpus
 from rag_assets_tests.support.index_builder import build_index, build_sample_index
@@ -142,3 +142,21 @@ def test_an_index_an_earlier_version_wrote_gets_its_snapshot_once(tmp_path, capl
     other = Retriever.from_settings(settings)  # another reader: the snapshot is there now
     assert other.search("HTTP 429 retry-after", "hybrid", 3)[0].chunk_id == results[0].chunk_id
     assert other.snapshot.rebuilds == 0
+
+
+def test_a_keyword_build_of_the_version_before_the_snapshot_is_replaced_once(tmp_path, caplog):
+    """The state folder of the version before: CURRENT names a keyword build folder, not a manifest."""
+    write_corpus(tmp_path / "docs")
+    settings = Settings.from_env({}, docs_dir=tmp_path / "docs", chroma_path=tmp_path / "chroma",
+                                 state_dir=tmp_path / "state", cache_dir=tmp_path / "cache")
+    build_index(None, settings, snapshot=False)
+    root = snapshot_root(settings.state_dir, settings.collection)
+    (root / "build-0d28a7d2947a467f-491cf028").mkdir(parents=True)
+    (root / "CURRENT").write_text("build-0d28a7d2947a467f-491cf028", encoding="utf-8")
+    retriever = Retriever.from_settings(settings)
+    with caplog.at_level(logging.WARNING, logger="rag_assets.retrieval.snapshot_writer"):
+        assert retriever.search("HTTP 429 retry-after", "hybrid", 3)[0].doc_path == "rate-limits.md"
+        assert retriever.search("HTTP 429 retry-after", "keyword", 3)[0].doc_path == "rate-limits.md"
+    assert retriever.snapshot.rebuilds == 1 and sum("building it from the store once" in r.getMessage()
+                                                    for r in caplog.records) == 1
+    assert not (root / "build-0d28a7d2947a467f-491cf028").exists()  # collected with the old manifests
