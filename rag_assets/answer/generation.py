@@ -57,6 +57,10 @@ FAILURE_ANSWER = (
     "Sorry, I could not generate an answer: the language model request failed ({reason}). "
     "The most relevant passages found in the indexed documents are listed as sources."
 )
+SEARCH_FAILED_ANSWER = (
+    "Sorry, I could not search the indexed documents ({reason}), so I cannot answer from them now. "
+    "Try again in a moment."
+)
 SYSTEM_PROMPT = """\
 You answer questions using ONLY the numbered sources in the user's message: passages from the indexed documents.
 
