@@ -47,13 +47,14 @@ def add_parsers(sub) -> None:
 def run_ingest(args) -> int:
     from rag_assets.ingest.catalog import content_changed
     from rag_assets.orchestration.noop_check import check_noop
+    from rag_assets.retrieval.snapshot_builds import snapshot_follows
 
     started = time.perf_counter()
     scope_flags(args)
     settings = args.corpus.settings()  # validate configuration before any run starts
     # nothing changed since the last full ingest? answered without importing Dagster (~2 s)
     summary, look = check_noop(settings) if args.workers == 1 else (None, None)
-    if summary is not None:
+    if summary is not None and snapshot_follows(settings):  # else the full path builds the search snapshot
         summary.duration_seconds = round(time.perf_counter() - started, 3)
         return print_summary(summary, args.json)
     if _nothing_to_index(settings):

@@ -43,6 +43,7 @@ from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, DocumentRef, IngestSummary
 from rag_assets.index.stage_store import INDEXED, StageStore
+from rag_assets.retrieval.snapshot_writer import ensure_snapshot
 
 from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
 from rag_assets.orchestration.definitions import CORPORA, DEFAULT, project_definitions
@@ -246,6 +247,8 @@ def ingest(
         try:
             summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look,
                                      removing)
+            # runs commit the search snapshot; an index an earlier version wrote gets it here, not from a query
+            ensure_snapshot(settings)
         finally:
             if opening is not None:
                 opening.join()

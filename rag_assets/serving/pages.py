@@ -1,7 +1,7 @@
 """The pages of one corpus as its index holds them: each page's chunks in order (chunk_index), its
 title, and its sections with their heading path and anchor — what the MCP tools and resources list
-and read. Built from the stored chunks once per index generation (a long-lived server follows
-ingests: the next read after a change sees the new pages, never a mix of two)."""
+and read. Built from the chunks of the search snapshot once per index generation (a long-lived
+server follows ingests: the next read after a change sees the new pages, never a mix of two)."""
 
 from __future__ import annotations
 

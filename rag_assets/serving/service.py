@@ -184,8 +184,9 @@ class IndexService:
             pipeline = self.pipeline(served.corpus.name)
 
             def chunks():
-                pipeline.retriever.follow_index()  # an embedded store re-opened after another process wrote
-                return pipeline.retriever.store.iter_all()
+                # the live search snapshot: what every search of this generation reads (not the store)
+                view = pipeline.retriever.snapshot.view()
+                return ((view.chunk_id(row), view.text(row), view.metadata(row)) for row in range(len(view)))
 
             served.catalog = PageCatalog(lambda: current_generation(served.settings), chunks)
         return served.catalog

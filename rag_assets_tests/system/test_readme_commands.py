@@ -6,11 +6,14 @@ Taken from those pages: the `.venv/bin/rag …`, `.venv/bin/dagster asset materi
 `.venv/bin/dagster job execute …` lines of its ```bash blocks (the first block's chain of commands
 included) and of inline code spans. Left to other tests: `dagster dev`, `rag ui` and `rag watch` (test_web_ui.py,
 cli/test_ui.py and cli/test_watch.py start them) and the test command itself. `rag ask` is pointed at an OpenAI-compatible stub server
-started here (the README says to set OPENAI_BASE_URL / OPENAI_API_KEY for it).
+started here (the README says to set OPENAI_BASE_URL / OPENAI_API_KEY for it). Right after the first one
+(`rag ingest` of the bundled corpus) a `rag query` is checked to build nothing: it reads the search
+snapshot the ingest committed (issue 34, "the first query is ready").
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -90,7 +93,32 @@ def test_every_readme_command_runs_as_written(scratch):
     with OpenAIStubServer(api_key=KEY, default_chat_reply="Click Add Test Case [Source 1].") as chat:
         env = subprocess_env(tmp_path, DAGSTER_HOME=str(home), OPENAI_API_KEY=KEY, OPENAI_BASE_URL=chat.base_url)
         env.pop("RAG_EMBEDDER", None)
-        for command in commands:
+        for i, command in enumerate(commands):
             proc = subprocess.run(command, shell=True, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
             assert proc.returncode == 0, f"{command}\nexit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
             assert "Traceback" not in proc.stderr, f"{command}\n{proc.stderr[-3000:]}"
+            if i == 0:  # the README's first command ingests the bundled corpus
+                assert_the_first_query_builds_nothing(env, tmp_path / "state")
+
+
+def assert_the_first_query_builds_nothing(env: dict, state_dir: Path) -> None:
+    """The first `rag query` after an ingest of the bundled corpus reads the search snapshot the ingest
+    committed: it builds nothing (the snapshot's folder and the index generation stay as the ingest
+    left them), imports neither chromadb nor dagster, and answers well within its retrieval timeout."""
+    from rag_assets.index.generation import KEY as GENERATION
+    from rag_assets.index.state_file import read_meta
+
+    folder = state_dir / "keyword" / "rag_chunks"
+    before = {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.iterdir()}
+    generation = read_meta(state_dir, GENERATION)
+    assert (folder / "CURRENT").is_file() and generation not in (None, "empty"), before
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-X", "importtime", "-m", "rag_assets", "query",
+                           "How do I add more test cases in the Evaluation tool?", "--json"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["results"], proc.stdout[:2000]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert not {m for m in imported if m.split(".")[0] in ("chromadb", "dagster")}, "the query imported the store or Dagster"
+    assert [line for line in proc.stderr.splitlines() if not line.startswith("import time:")] == []  # no warning either
+    assert {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.iterdir()} == before
+    assert read_meta(state_dir, GENERATION) == generation
