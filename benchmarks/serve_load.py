@@ -87,7 +87,7 @@ def ensure_bundled(workdir: Path) -> dict[str, str]:
         home.mkdir(parents=True)
         (home / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text().replace("data/dagster", str(root / "dagster")))
         start = time.perf_counter()
-        subprocess.run([RAG, "ingest", "--quiet"], env=env, check=True, cwd=ROOT)
+        subprocess.run([RAG, "ingest", "--quiet"], env=env, check=True, cwd=ROOT, stdout=sys.stderr)  # stdout: --json
         print(f"bundled corpus ingested in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         (root / "state" / ".ingested").write_text("ok")
     return env
