@@ -131,6 +131,10 @@ class IngestSummary:
     duration_seconds: float = 0.0
     lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)
     removal_refused: str = ""  # the deletion guard kept vanished documents: why (new ones were indexed)
+    # stopped by Ctrl-C / SIGTERM ("SIGINT" / "SIGTERM"; "" = it ran to its end): the documents it did
+    # not index and that did not fail are not started (not failed); the next `rag ingest` does them
+    interrupted: str = ""
+    documents_not_started: int = 0
 
 
 @dataclass
