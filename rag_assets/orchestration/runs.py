@@ -62,6 +62,7 @@ from .corpus_stores import move_to_own_store
 from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .fingerprints import stale_now
+from .internals.compute_logs import without_compute_log_capture
 from .interrupt_logging import interrupt_logging_config
 from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
@@ -87,13 +88,15 @@ class CatalogRunFailed(RagError):
 
 
 def get_instance() -> dg.DagsterInstance:
-    """The instance at DAGSTER_HOME; by default the repo's own dagster.yaml (SQLite under data/)."""
+    """The instance at DAGSTER_HOME; by default the repo's own dagster.yaml (SQLite under data/). Its
+    in-process runs (this process's) capture no compute logs: what they print is the CLI's own, and
+    the capture's child processes took the terminal's Ctrl-C too (internals.compute_logs)."""
     home = dagster_home()
     # Opening a fresh SQLite instance creates and alembic-stamps its databases: two processes doing
     # it at once leave runs.db with two version heads ("more than one head present") for good.
     home_key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
     with FileLock(str(Path(tempfile.gettempdir()) / f"rag-dagster-instance-{home_key}.lock")):
-        return dg.DagsterInstance.get()
+        return without_compute_log_capture(dg.DagsterInstance.get())
 
 
 def _lock_timeout() -> float:
