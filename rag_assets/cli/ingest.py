@@ -60,8 +60,10 @@ def _run_ingest(args) -> int:
 
     started = time.perf_counter()
     settings = args.corpus.settings()  # validate configuration before any run starts
-    # nothing changed since the last full ingest? answered without importing Dagster (~2 s)
-    summary, look = check_noop(settings) if args.workers == 1 else (None, None)
+    # nothing changed since the last full ingest? answered without importing Dagster (~2 s); unless
+    # the corpus's vectors are still in the default corpus's store: this ingest moves them out first
+    moving = not args.corpus.is_default and args.corpus.legacy_store() is not None
+    summary, look = check_noop(settings) if args.workers == 1 and not moving else (None, None)
     if summary is not None:
         summary.duration_seconds = round(time.perf_counter() - started, 3)
         return print_summary(summary, args.json)
