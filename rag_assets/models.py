@@ -26,12 +26,16 @@ class DocumentRef:
     inode: int = 0
     file_hash: str = ""  # sha-256 of the file's own bytes ("" = content_hash)
     imports: str = ""  # local markdown files it imports, as written in the file, "\n"-separated
+    # the page's language as its corpus's scope resolved it (rag_assets.ingest.scope), and what the
+    # page says of itself (frontmatter flags, declared and detected language: scope.PageFacts)
+    language: str = ""
+    facts: str = ""
 
     def stat_matches(self, st) -> bool:
         """The file behind this ref is (as far as a stat can tell) the version that was hashed."""
         # a ref recorded before file_hash/imports existed is read again once, to learn them
         return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size_bytes, self.mtime_ns, self.inode) and self.mtime_ns != 0 \
-            and self.file_hash != ""
+            and self.file_hash != "" and self.facts != ""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,14 @@ class Catalog:
     # files found but not pages (snippets shown inside the pages that import them): their removal
     # from the index is a setting's effect, not a folder emptying, so the deletion guard ignores it
     excluded: list[str] = field(default_factory=list)
+    # pages found but out of the corpus's scope (rag_assets.ingest.scope): doc path -> reason. Those
+    # in `left_out_read` were read to decide (frontmatter, language); the others by their path alone
+    left_out: dict[str, str] = field(default_factory=dict)
+    left_out_read: list[str] = field(default_factory=list)
+    # the fingerprints of the pages read and left out: a later look whose stat matches does not read them again
+    left_out_refs: list[DocumentRef] = field(default_factory=list)
+    default_language: str = ""
+    languages: dict[str, int] = field(default_factory=dict)  # pages found per language
 
     def by_partition_key(self) -> dict[str, DocumentRef]:
         return {d.partition_key: d for d in self.documents}
@@ -131,6 +143,9 @@ class IngestSummary:
     duration_seconds: float = 0.0
     lock_wait_seconds: float = 0.0  # time spent waiting for another ingest to finish (included in duration)
     removal_refused: str = ""  # the deletion guard kept vanished documents: why (new ones were indexed)
+    # pages found but out of the corpus's scope, by reason (rag_assets.ingest.scope), and its default language
+    left_out: dict[str, int] = field(default_factory=dict)
+    default_language: str = ""
     # stopped by Ctrl-C / SIGTERM ("SIGINT" / "SIGTERM"; "" = it ran to its end): the documents it did
     # not index and that did not fail are not started (not failed); the next `rag ingest` does them
     interrupted: str = ""

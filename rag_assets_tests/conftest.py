@@ -91,7 +91,8 @@ def write_corpus(root: Path, docs: dict[str, str] = SAMPLE_DOCS) -> Path:
 
 
 # Choices a developer may have exported that must not leak into a test's own setup.
-USER_CHOICES = ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+USER_CHOICES = ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                "RAG_LANGUAGES", "RAG_DEFAULT_LANGUAGE", "RAG_INCLUDE", "RAG_EXCLUDE", "RAG_IGNORE_FILES")
 
 
 def state_env(root: Path) -> dict[str, str]:

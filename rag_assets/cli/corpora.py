@@ -129,6 +129,7 @@ def corpus_rows() -> list[dict]:
         stages = StageStore.for_settings(settings)
         catalog = stages.read_catalog()
         ingest = last_ingest(stages)
+        scope = stages.read_scope()
         indexed_at = last(defs.ingestion.vector_index)
         rows.append({
             "name": name,
@@ -138,7 +139,8 @@ def corpus_rows() -> list[dict]:
             "documents": len(catalog.documents) if catalog is not None else 0,
             "indexed": len(stages.doc_paths(INDEXED)),
             "failed": len(stages.failures()),
-            "left_out": left_out(stages),
+            "left_out": left_out(scope),  # pages out of its scope (ignore files, drafts, translations: by reason below)
+            "left_out_by_reason": dict((scope or {}).get("left_out") or {}),
             "chunks": collection_count(settings),
             # the last `rag ingest` / RAGPipeline.ingest: finished, interrupted (stopped, or killed) or
             # failed, and when it ended; a run from the UI or a sensor shows in last_indexed
@@ -152,10 +154,11 @@ def corpus_rows() -> list[dict]:
     return rows
 
 
-def left_out(stages) -> int | None:
-    """How many pages the corpus's scope left out at its last look. None until the stage store
-    records it (branch repo-scope: `(stages.read_scope() or {}).get("documents_left_out")`)."""
-    return None
+def left_out(scope: dict | None) -> int | None:
+    """How many pages the corpus's scope left out at its last look (None before any look)."""
+    if not scope:
+        return None
+    return int(scope.get("documents_left_out") or 0)
 
 
 def add_parser(sub) -> None:

@@ -12,6 +12,7 @@ FLAGS = (  # flag, filter key, help
     ("--doc-type", "doc_type", "only documents of this doc_type"),
     ("--tag", "tags", "only documents tagged with it (repeat: any of them)"),
     ("--path-prefix", "path_prefix", "only documents whose path (relative to the docs folder) starts with it"),
+    ("--lang", "language", "only documents in this language (a code: es, pt-BR; es also matches es-MX)"),
 )
 
 

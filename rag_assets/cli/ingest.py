@@ -9,6 +9,7 @@ the command at once."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -33,6 +34,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--workers", type=int, default=1,
                    help="document runs in flight at once, launched through the instance's run launcher "
                         "(needs a Chroma server, CHROMA_HOST; default 1: runs in this process)")
+    p.add_argument("--languages", metavar="LANGS",
+                   help="languages indexed: 'default' (the corpus's default language), 'all', or codes such as "
+                        "en,es (RAG_LANGUAGES)")
+    p.add_argument("--include", action="append", metavar="GLOB",
+                   help="index only pages matching GLOB (gitignore syntax, relative to the docs folder; repeat for "
+                        "any of them; RAG_INCLUDE)")
+    p.add_argument("--exclude", action="append", metavar="GLOB",
+                   help="leave out pages matching GLOB (gitignore syntax; repeat; RAG_EXCLUDE)")
 
     p = sub.add_parser("ingest-doc", help="ingest one document")
     p.add_argument("path", help="the file, as a path or relative to the docs folder")
@@ -59,6 +68,7 @@ def _run_ingest(args) -> int:
     from rag_assets.orchestration.noop_check import check_noop
 
     started = time.perf_counter()
+    scope_flags(args)
     settings = args.corpus.settings()  # validate configuration before any run starts
     # nothing changed since the last full ingest? answered without importing Dagster (~2 s); unless
     # the corpus's vectors are still in the default corpus's store: this ingest moves them out first
@@ -89,6 +99,16 @@ def _run_ingest(args) -> int:
         if warming is not None:
             warming.join()
     return print_summary(summary, args.json)
+
+
+def scope_flags(args) -> None:
+    """--languages / --include / --exclude: this command's RAG_LANGUAGES / RAG_INCLUDE / RAG_EXCLUDE
+    (set at the edge, as --collection is; the settings validate them)."""
+    if getattr(args, "languages", None):
+        os.environ["RAG_LANGUAGES"] = args.languages
+    for flag, var in (("include", "RAG_INCLUDE"), ("exclude", "RAG_EXCLUDE")):
+        if getattr(args, flag, None):
+            os.environ[var] = ";".join(getattr(args, flag))
 
 
 def _nothing_to_index(settings) -> bool:
@@ -130,7 +150,7 @@ def _run_ingest_doc(args) -> int:
     with _progress_bars(args):
         summary = ingest(only_doc_paths=[doc_path], corpus=corpus_definitions(args.corpus.name))
     if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
-        summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, or refused)"})
+        summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, refused, or left out of the corpus's scope)"})
         summary.documents_failed = len(summary.errors)
     return print_summary(summary, args.json)
 
@@ -156,6 +176,7 @@ def print_summary(summary, as_json: bool) -> int:
                   "start only (an oversized code block or table: see chunk_embeddings in the UI)")
         if summary.blocks_split:
             print(f"{summary.blocks_split} code/table block(s) too big for one chunk were split at line boundaries")
+        print_left_out(summary)
         for err in summary.errors:
             print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
     if summary.removal_refused:
@@ -174,6 +195,19 @@ def print_interrupted(stopped, as_json: bool) -> int:
     rest = f"; {summary.documents_not_started} not started (not failed)" if summary.documents_not_started else ""
     print(f"rag: stopped by {how}: {kept}{rest}; the next `rag ingest` continues from there", file=sys.stderr)
     return stopped.exit_code
+
+
+def print_left_out(summary) -> None:
+    """What the corpus's scope left out, by reason, and how to bring translations in."""
+    if not summary.left_out:
+        return
+    reasons = ", ".join(f"{n} {reason}" for reason, n in summary.left_out.items())
+    print(f"left out of scope: {sum(summary.left_out.values())} page(s): {reasons}"
+          + (f" (the corpus's language: {summary.default_language})" if summary.default_language else ""))
+    translations = summary.left_out.get("translation")
+    if translations:
+        print(f"  {translations} translated page(s) not indexed: `rag ingest --languages all` (or RAG_LANGUAGES=all, "
+              "or codes: RAG_LANGUAGES=en,es) indexes them too")
 
 
 @contextmanager

@@ -27,7 +27,7 @@ _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL
 
 # the settings load_embedder and the embedders read: two corpora that agree on these share one model
 EMBEDDER_FIELDS = (
-    "embedder", "embedding_model", "embed_batch_size", "cache_dir", "openai_api_key", "openai_base_url",
+    "embedder", "embedding_model", "languages", "embed_batch_size", "cache_dir", "openai_api_key", "openai_base_url",
     "openai_max_retries", "openai_timeout_seconds", "openai_batch_size", "openai_concurrency",
     "openai_max_batch_tokens", "openai_breaker_failures", "openai_breaker_cooldown_seconds",
 )

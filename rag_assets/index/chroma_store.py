@@ -138,6 +138,9 @@ class ChromaStore:
                 f"Chroma collection {collection!r} was built with {meta.get('embedding_model')} "
                 f"({meta.get('dimension')}-d) but the configured embedder is {embedding_model} ({dimension}-d): "
                 "set RAG_COLLECTION to a new name or delete the collection to rebuild it"
+                + (" (several languages, RAG_LANGUAGES, choose multilingual-e5-small when it is installed: "
+                   f"RAG_EMBEDDING_MODEL={meta.get('embedding_model')} keeps this collection's model)"
+                   if "multilingual" in f"{embedding_model} {meta.get('embedding_model')}" else "")
             )
 
     @classmethod

@@ -39,6 +39,8 @@ INDEXED = "indexed"
 STAGES = (PARSED, BLOCKS, CHUNKS, EMBEDDED, INDEXED)
 _IN_CHUNK = 500  # keys per IN (...) clause: well under SQLite's bound-parameter limit
 _CATALOG_DOCS_DIR = "catalog_docs_dir"
+# what the last look at the folder left out of scope, by reason, and its languages (`rag corpora` shows it)
+_SCOPE = "catalog_scope"
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,14 @@ class StageStore:
         docs = [asdict(d) for d in catalog.documents]
         errors = [{"path": e.path, "reason": e.reason} for e in {e.path: e for e in catalog.errors}.values()]
         with self.db.write() as conn:
+            # a page whose language moved with no change of its own (a locale folder appeared, the default
+            # changed): its records are forgotten, so the next run gives its chunks the new language
+            c = catalog_documents.c
+            before = dict(conn.execute(sa.select(c.doc_path, c.language)).all())
+            moved = [d.doc_path for d in catalog.documents
+                     if d.doc_path in before and before[d.doc_path] and d.language != before[d.doc_path]]
+            for part in _chunks(moved):
+                conn.execute(stage_records.delete().where(stage_records.c.doc_path.in_(part)))
             conn.execute(catalog_documents.delete())
             conn.execute(catalog_errors.delete())
             for start in range(0, len(docs), 1000):
@@ -225,6 +235,21 @@ class StageStore:
             if errors:
                 conn.execute(catalog_errors.insert(), errors)
             self.db.set_meta(_CATALOG_DOCS_DIR, catalog.docs_dir, conn)
+            self.db.set_meta(_SCOPE, json.dumps(scope_record(catalog), ensure_ascii=False), conn)
+
+    def write_scope(self, catalog: Catalog) -> None:
+        """Record what this look at the folder left out of scope (a look that needs no catalog run)."""
+        with self.db.write() as conn:
+            self.db.set_meta(_SCOPE, json.dumps(scope_record(catalog), ensure_ascii=False), conn)
+
+    def read_scope(self) -> dict | None:
+        """What the last look at the folder left out: {"left_out": {reason: pages}, "documents_left_out",
+        "default_language", "languages": {code: pages}, "pages": {doc path: reason}}; None before any."""
+        raw = self.db.get_meta(_SCOPE)
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
 
     def refresh_catalog(self, refs: Sequence[DocumentRef]) -> None:
         """Record these documents' new fingerprints in the stored catalog (a run re-fingerprinted
@@ -298,7 +323,27 @@ class StageStore:
             # positional: half the time of DocumentRef(**row._asdict()) (0.6 s against 1.25 s at 100,000)
             documents = [DocumentRef(*row) for row in conn.execute(sa.select(*_REF_COLUMNS).order_by(catalog_documents.c.doc_path))]
             errors = [DiscoveryError(path, reason) for path, reason in conn.execute(sa.select(catalog_errors.c.path, catalog_errors.c.reason))]
-        return Catalog(docs_dir=docs_dir, documents=documents, errors=errors)
+        catalog = Catalog(docs_dir=docs_dir, documents=documents, errors=errors)
+        scope = self.read_scope() or {}
+        try:
+            catalog.left_out_refs = [DocumentRef(**r) for r in scope.get("read") or []]
+        except TypeError:  # recorded by another version: the next look reads those pages again
+            catalog.left_out_refs = []
+        catalog.left_out = dict(scope.get("pages") or {})
+        catalog.left_out_read = [r.doc_path for r in catalog.left_out_refs]
+        catalog.default_language = str(scope.get("default_language") or "")
+        return catalog
+
+
+def scope_record(catalog: Catalog) -> dict:
+    """The scope of a catalog as StageStore records it (read_scope)."""
+    counts: dict[str, int] = {}
+    for reason in catalog.left_out.values():
+        counts[reason] = counts.get(reason, 0) + 1
+    return {"left_out": dict(sorted(counts.items(), key=lambda kv: -kv[1])), "documents_left_out": len(catalog.left_out),
+            "default_language": catalog.default_language, "languages": catalog.languages,
+            "pages": dict(sorted(catalog.left_out.items())),
+            "read": [asdict(r) for r in catalog.left_out_refs]}
 
 
 # Asked about this many documents or more, a read scans the table once and keeps theirs: ~2x

@@ -73,6 +73,8 @@ catalog_documents = sa.Table(
     sa.Column("content_hash", sa.String(64), nullable=False),
     sa.Column("file_hash", sa.String(64), nullable=False, default=""),
     sa.Column("imports", sa.Text, nullable=False, default=""),
+    sa.Column("language", sa.Text, nullable=False, default=""),
+    sa.Column("facts", sa.Text, nullable=False, default=""),
 )
 # a run looks its documents up by partition key: without it, a table scan per asset and run (N² over an ingest)
 sa.Index("catalog_documents_partition_key", catalog_documents.c.partition_key)
@@ -82,6 +84,8 @@ _ADDED_INDEXES = (("catalog_documents", "catalog_documents_partition_key"),)
 _ADDED_COLUMNS = (
     ("catalog_documents", "file_hash", "VARCHAR(64) NOT NULL DEFAULT ''"),
     ("catalog_documents", "imports", "TEXT NOT NULL DEFAULT ''"),
+    ("catalog_documents", "language", "TEXT NOT NULL DEFAULT ''"),
+    ("catalog_documents", "facts", "TEXT NOT NULL DEFAULT ''"),
 )
 
 catalog_errors = sa.Table(

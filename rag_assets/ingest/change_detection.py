@@ -16,6 +16,10 @@ the same keys (a retried tick launches nothing twice).
 Snippet files (rag_assets.ingest.snippets) are looked at like any file, but reported through the
 pages that import them: an edited snippet is a change of every page that shows it, and a snippet
 itself is never added as a page (unless `index_snippets`).
+
+Scope (rag_assets.ingest.scope): the walk leaves out what the path rules leave out, and a page that
+its frontmatter or its language now puts out of scope is reported as deleted (the catalog run that
+follows removes it if it was indexed); a page back in scope is a change like any other.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_assets.ingest import snippets
-from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files, walked_doc_path
+from dataclasses import replace as dc_replace
+
+from rag_assets.ingest import languages, scope as scope_mod, snippets
+from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files, site_rules_for, walked_doc_path
+from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.models import DiscoveryError, DocumentRef
 
 DEFAULT_SETTLE_SECONDS = 1.0
@@ -69,14 +76,19 @@ def detect_changes(
     now: float | None = None,
     wait: bool = False,
     index_snippets: bool = False,
+    scope: ScopeSettings | None = None,
+    default_language: str = "",
 ) -> Changes:
-    """The changes since `cursor` (serialised, or as `Changes.state` gave it: read, never changed)."""
+    """The changes since `cursor` (serialised, or as `Changes.state` gave it: read, never changed).
+    `scope`: the corpus's scope settings; `default_language`: its default as the last catalog run
+    resolved it ("" = not known: the language rule waits for the catalog run)."""
     now = time.time() if now is None else now
     state = (json.loads(cursor) if isinstance(cursor, str) else cursor) if cursor else {}
     known: dict[str, list] = state.get("files", {})
     pending: dict[str, list] = state.get("pending", {})
     root = Path(docs_dir).resolve()
-    paths, refused = iter_markdown_files(root)
+    rules = site_rules_for(root, scope)
+    paths, refused = iter_markdown_files(root, rules=rules)
     changes = Changes(errors=list(refused))
     files: dict[str, list] = {}
     new_pending: dict[str, list] = {}
@@ -136,10 +148,27 @@ def detect_changes(
 
     changes.deleted = sorted(set(known) - set(files) - set(new_pending))
     _through_pages(changes, root, files, max_file_bytes, index_snippets)
+    _out_of_scope(changes, sorted(files), rules.sites, scope or ScopeSettings(), default_language)
     changes.tick = int(state.get("tick", 0)) + (1 if changes.any else 0)
     changes.state = {"files": files, "pending": new_pending, "tick": changes.tick}
     changes.same_state = not changes.any and files == known and new_pending == pending
     return changes
+
+
+def _out_of_scope(changes: Changes, doc_paths: list[str], sites, scope: ScopeSettings, default_language: str) -> None:
+    """Pages found or changed that their frontmatter or language puts out of scope: reported as deleted."""
+    refs = changes.added + changes.changed
+    if not refs:
+        return
+    if not (scope.default_language or default_language):
+        scope = dc_replace(scope, languages=(scope_mod.ALL_LANGUAGES,))  # the default is the catalog run's to find
+    scoped = scope_mod.apply(refs, languages.detect_layout(doc_paths, sites),
+                             dc_replace(scope, default_language=scope.default_language or default_language))
+    if not scoped.left_out:
+        return
+    changes.added = [r for r in changes.added if r.doc_path not in scoped.left_out]
+    changes.changed = [r for r in changes.changed if r.doc_path not in scoped.left_out]
+    changes.deleted = sorted(set(changes.deleted) | set(scoped.left_out))
 
 
 def _through_pages(changes: Changes, root: Path, files: dict[str, list], max_file_bytes: int,

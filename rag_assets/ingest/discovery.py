@@ -10,6 +10,11 @@ regular file (a FIFO, socket or device named .md) is reported and never opened f
 reading a FIFO blocks forever. The content hash is the sha-256 of the file's bytes (read in blocks, so a
 large file never sits in memory whole; its imports are looked for in its first MiB), combined with the
 hashes of the snippet files it imports (rag_assets.ingest.snippets).
+
+Scope (rag_assets.ingest.scope): the walk leaves out what the path rules say is not a page of the
+site (ignore files, the generator's rules, RAG_INCLUDE / RAG_EXCLUDE: rag_assets.ingest.site_rules)
+without reading it; a page read is then left out when its frontmatter or its language says so. Both
+are counted by reason in the catalog (`Catalog.left_out`), never silently dropped.
 """
 
 from __future__ import annotations
@@ -20,13 +25,17 @@ import stat as stat_mod
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from rag_assets.ingest import snippets
+from rag_assets.ingest import languages, scope as scope_mod, snippets
+from rag_assets.ingest.scope import ScopeSettings
+from rag_assets.ingest.site_rules import NEVER_WALKED, SiteRules
 from rag_assets.models import Catalog, DiscoveryError, DocumentRef
 
 MARKDOWN_SUFFIXES = (".md", ".mdx")
 # A page's snippet imports are looked for in its first MiB (MDX puts its imports at the top); past that a
 # multi-megabyte file is hashed in blocks without being held whole.
 IMPORT_SCAN_BYTES = 1 << 20
+# what a page says of itself (its frontmatter, its text's language) is read from its start
+FACTS_SCAN_CHARS = 64_000
 # Dagster refuses these inside partition keys ("..." is its range syntax); see partition_key_for.
 _INVALID_KEY_SUBSTRINGS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
 _INVALID_KEY_CHARS = ("|", ",", "[", "]")
@@ -44,14 +53,19 @@ class StatLook:
     _paths: list[str] = field(default_factory=list, repr=False)
     _stats: dict[str, os.stat_result] = field(default_factory=dict, repr=False)  # doc path -> its stat
     _walk_errors: list[DiscoveryError] = field(default_factory=list, repr=False)
+    _left_out: dict[str, str] = field(default_factory=dict, repr=False)  # left out by the path rules
+    _rules: SiteRules | None = field(default=None, repr=False)
 
 
-def stat_look(docs_dir: Path, max_file_bytes: int = 5_000_000) -> StatLook:
+def stat_look(docs_dir: Path, max_file_bytes: int = 5_000_000, scope: ScopeSettings | None = None) -> StatLook:
     """The walk and one stat per file (0.5 s at 100,000 files, against ~1.3 s for the stored catalog
     and discover() against it)."""
-    paths, walk_errors = iter_markdown_files(docs_dir)
+    left_out: dict[str, str] = {}
+    rules = site_rules_for(docs_dir, scope)
+    paths, walk_errors = iter_markdown_files(docs_dir, rules=rules, left_out=left_out)
     root = Path(docs_dir).resolve()
-    look = StatLook(str(root), errors=list(walk_errors), _paths=paths, _walk_errors=walk_errors)
+    look = StatLook(str(root), errors=list(walk_errors), _paths=paths, _walk_errors=walk_errors, _left_out=left_out,
+                    _rules=rules)
     doc_path_of = walked_doc_path(root)
     for path in paths:
         doc_path = doc_path_of(path)
@@ -69,25 +83,32 @@ def stat_look(docs_dir: Path, max_file_bytes: int = 5_000_000) -> StatLook:
 def stat_look_of(catalog: Catalog) -> StatLook | None:
     """What stat_look() would give for the folder exactly as `catalog` fingerprinted it; None when
     a stat cannot tell (snippet files left out of the catalog, a ref hashed before stats were kept)."""
-    if catalog.excluded or any(d.mtime_ns == 0 or d.file_hash == "" for d in catalog.documents):
+    files = [*catalog.documents, *catalog.left_out_refs]  # the pages read and left out are files of the look too
+    if catalog.excluded or any(d.mtime_ns == 0 or d.file_hash == "" or d.facts == "" for d in files) \
+            or set(catalog.left_out_read) - {d.doc_path for d in catalog.left_out_refs}:
         return None
-    return StatLook(catalog.docs_dir, [(d.doc_path, d.size_bytes, d.mtime_ns, d.inode) for d in catalog.documents],
+    return StatLook(catalog.docs_dir, [(d.doc_path, d.size_bytes, d.mtime_ns, d.inode) for d in files],
                     list(catalog.errors))
 
 
 def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog | None = None,
-             index_snippets: bool = False, looked: StatLook | None = None) -> Catalog:
-    """Every markdown page, fingerprinted. With `known` (an earlier catalog), a file whose size,
-    mtime and inode match its earlier fingerprint is not read again. Snippet files (imported by
-    other files, or under snippets/) are not pages unless `index_snippets`; a page's content hash
+             index_snippets: bool = False, looked: StatLook | None = None, scope: ScopeSettings | None = None) -> Catalog:
+    """Every markdown page in scope, fingerprinted. With `known` (an earlier catalog), a file whose size,
+    mtime and inode match its earlier fingerprint is not read again. Snippet files (what makes one:
+    rag_assets.ingest.snippets) are not pages unless `index_snippets`; a page's content hash
     covers the files it imports (rag_assets.ingest.snippets). `looked`: a stat_look() of the same
-    folder just taken, whose walk and stats are used instead of taking them again."""
-    if looked is not None:
-        paths, errors = looked._paths, list(looked._walk_errors)
+    folder just taken, whose walk and stats are used instead of taking them again. `scope`: the
+    corpus's scope settings (None: the defaults); what it leaves out is in `Catalog.left_out`."""
+    scope = scope or ScopeSettings()
+    if looked is not None and looked._rules is not None:
+        paths, errors, left_out, rules = looked._paths, list(looked._walk_errors), dict(looked._left_out), looked._rules
     else:
-        paths, errors = iter_markdown_files(docs_dir)
+        left_out = {}
+        rules = site_rules_for(docs_dir, scope)
+        paths, errors = iter_markdown_files(docs_dir, rules=rules, left_out=left_out)
     root = Path(docs_dir).resolve()
-    earlier = {d.doc_path: d for d in known.documents} if known is not None and known.docs_dir == str(root) else {}
+    earlier = {d.doc_path: d for d in [*known.documents, *known.left_out_refs]} \
+        if known is not None and known.docs_dir == str(root) else {}
     stats = looked._stats if looked is not None else {}
     documents: list[DocumentRef] = []
     doc_path_of = walked_doc_path(root)
@@ -106,7 +127,19 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
             errors.append(_refusal(doc_path, exc))
     documents.sort(key=lambda d: d.doc_path)
     documents, excluded = snippets.apply_to_catalog(documents, index_snippets)
-    return Catalog(docs_dir=str(root), documents=documents, errors=errors, excluded=excluded)
+    layout = languages.detect_layout([d.doc_path for d in documents], rules.sites)
+    scoped = scope_mod.apply(documents, layout, scope)
+    return Catalog(docs_dir=str(root), documents=scoped.documents, errors=errors, excluded=excluded,
+                   left_out={**left_out, **scoped.left_out}, left_out_read=sorted(scoped.left_out),
+                   left_out_refs=[d for d in documents if d.doc_path in scoped.left_out],
+                   default_language=scoped.default_language, languages=dict(scoped.languages.most_common()))
+
+
+def site_rules_for(docs_dir: Path, scope: ScopeSettings | None) -> SiteRules:
+    """The path rules of a docs folder under these scope settings (read once per walk)."""
+    scope = scope or ScopeSettings()
+    return SiteRules(_root(docs_dir), include=scope.include, exclude=scope.exclude, ignore_files=scope.ignore_files,
+                     keep=scope.keep)
 
 
 def _refusal(doc_path: str, exc: DocumentTooLarge | OSError) -> DiscoveryError:
@@ -120,16 +153,20 @@ def _refusal(doc_path: str, exc: DocumentTooLarge | OSError) -> DiscoveryError:
 def discover_for(settings, known: Catalog | None = None, looked: StatLook | None = None) -> Catalog:
     """discover() over a corpus's docs folder with its size limit and snippet rule (rag_assets.config.Settings)."""
     return discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=known,
-                    index_snippets=settings.index_snippets, looked=looked)
+                    index_snippets=settings.index_snippets, looked=looked, scope=ScopeSettings.from_settings(settings))
 
 
-def iter_markdown_files(docs_dir: Path) -> tuple[list[str], list[DiscoveryError]]:
-    """Every markdown file under docs_dir that may be read, without reading it; refusals as errors.
+def iter_markdown_files(docs_dir: Path, *, rules: SiteRules | None = None, scope: ScopeSettings | None = None,
+                        left_out: dict[str, str] | None = None) -> tuple[list[str], list[DiscoveryError]]:
+    """Every markdown file under docs_dir that may be read and is in scope by its path, without
+    reading it; refusals as errors; what the path rules leave out into `left_out` (doc path ->
+    reason). `rules` (site_rules_for) or else `scope` (None: the defaults) gives the path rules.
     Paths are plain strings ("<resolved root>/<doc path>"): a pathlib.Path per file is ~40 % of a
     look at 100,000 files."""
     root = _root(docs_dir)
     errors: list[DiscoveryError] = []
-    paths = list(_markdown_files(root, errors))
+    rules = rules or site_rules_for(root, scope)
+    paths = list(_markdown_files(root, errors, rules, {} if left_out is None else left_out))
     return paths, errors
 
 
@@ -141,9 +178,11 @@ def walked_doc_path(root: Path):
 
 
 def has_markdown_files(docs_dir: Path) -> bool:
-    """Whether the folder holds a markdown file (or one refused with a reason): stops at the first."""
+    """Whether the folder holds a markdown file (or one refused with a reason): stops at the first.
+    Whatever its scope: a folder of pages all left out is not an empty folder."""
     errors: list[DiscoveryError] = []
-    return next(_markdown_files(_root(docs_dir), errors), None) is not None or bool(errors)
+    root = _root(docs_dir)
+    return next(_markdown_files(root, errors, SiteRules(root, ignore_files=False), {}), None) is not None or bool(errors)
 
 
 def _root(docs_dir: Path) -> Path:
@@ -153,8 +192,8 @@ def _root(docs_dir: Path) -> Path:
     return docs_dir.resolve()
 
 
-def _markdown_files(root: Path, errors: list[DiscoveryError]):
-    for path, is_link in _walk(str(root), root, set(), errors):
+def _markdown_files(root: Path, errors: list[DiscoveryError], rules: SiteRules, left_out: dict[str, str]):
+    for path, is_link in _walk(str(root), root, set(), errors, rules, left_out, ""):
         if not is_link:
             # neither it nor a folder above it (checked in _walk) leads out of root: no resolve,
             # which is a system call a path component (half of a look at 100,000 files)
@@ -180,7 +219,8 @@ class NotARegularFile(OSError):
     """A FIFO, socket or device named like markdown: refused, never read."""
 
 
-def _walk(directory: str, root: Path, seen_dirs: set[str], errors: list[DiscoveryError]):
+def _walk(directory: str, root: Path, seen_dirs: set[str], errors: list[DiscoveryError], rules: SiteRules,
+          left_out: dict[str, str], rel_dir: str):
     real = os.path.realpath(directory)
     if real in seen_dirs:  # a symlink loop or a second link to the same folder
         return
@@ -190,6 +230,15 @@ def _walk(directory: str, root: Path, seen_dirs: set[str], errors: list[Discover
     except OSError as exc:
         errors.append(DiscoveryError(_rel(Path(directory), root), f"cannot list folder: {exc.strerror or exc}"))
         return
+    rules.enter(rel_dir, directory)
+    try:
+        yield from _walk_entries(entries, root, seen_dirs, errors, rules, left_out, rel_dir)
+    finally:
+        rules.leave(rel_dir)
+
+
+def _walk_entries(entries, root: Path, seen_dirs: set[str], errors: list[DiscoveryError], rules: SiteRules,
+                  left_out: dict[str, str], rel_dir: str):
     for entry in entries:
         path = entry.path
         try:
@@ -204,12 +253,24 @@ def _walk(directory: str, root: Path, seen_dirs: set[str], errors: list[Discover
         if problem:
             errors.append(DiscoveryError(_rel(Path(path), root), problem))
             continue
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
         if is_dir:
+            if entry.name in NEVER_WALKED:
+                continue
             if not Path(os.path.realpath(path)).is_relative_to(root):
                 errors.append(DiscoveryError(_rel(Path(path), root), "symlinked folder resolves outside the docs folder; refused"))
                 continue
-            yield from _walk(path, root, seen_dirs, errors)
+            reason = rules.folder(rel)
+            if reason:
+                for page in _pages_below(path, rel, seen_dirs):
+                    left_out[page] = reason
+                continue
+            yield from _walk(path, root, seen_dirs, errors, rules, left_out, rel)
         else:
+            reason = rules.page(rel)
+            if reason:
+                left_out[rel] = reason
+                continue
             try:
                 is_link = entry.is_symlink()
             except OSError:
@@ -218,6 +279,30 @@ def _walk(directory: str, root: Path, seen_dirs: set[str], errors: list[Discover
 
 
 _HIDDEN = "hidden"
+
+
+def _pages_below(directory: str, rel: str, seen_dirs: set[str]):
+    """The markdown files in a folder left out by a path rule: counted, never read (hidden folders
+    and NEVER_WALKED ones skipped, as the walk does)."""
+    real = os.path.realpath(directory)
+    if real in seen_dirs:
+        return
+    seen_dirs.add(real)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in NEVER_WALKED:
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            continue
+        if is_dir:
+            yield from _pages_below(entry.path, f"{rel}/{entry.name}", seen_dirs)
+        elif entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+            yield f"{rel}/{entry.name}"
 
 
 def _name_problem(name: str, is_dir: bool) -> str | None:
@@ -285,8 +370,9 @@ def _fingerprint(path: Path | str, doc_path: str, max_file_bytes: int) -> Docume
             if len(head) < IMPORT_SCAN_BYTES:
                 head += block[: IMPORT_SCAN_BYTES - len(head)]
     imports = ""
+    text = head.decode("utf-8", errors="replace")
     if b"import" in head or b"<Snippet" in head:
-        imports = "\n".join(snippets.import_sources(head.decode("utf-8", errors="replace")))
+        imports = "\n".join(snippets.import_sources(text))
     parts = PurePosixPath(doc_path).parts
     return DocumentRef(
         doc_path=doc_path,
@@ -301,6 +387,7 @@ def _fingerprint(path: Path | str, doc_path: str, max_file_bytes: int) -> Docume
         inode=stat.st_ino,
         file_hash=digest.hexdigest(),
         imports=imports,
+        facts=scope_mod.facts_of(text[:FACTS_SCAN_CHARS]).format(),
     )
 
 
@@ -321,7 +408,15 @@ def fingerprint_file(
         if known.stat_matches(st):
             check_regular_file(st, max_file_bytes)
             ref = known
-    ref = ref or _fingerprint(path, doc_path, max_file_bytes)
+    if ref is None:
+        ref = _fingerprint(path, doc_path, max_file_bytes)
+        if known is not None and known.doc_path == doc_path:
+            # its language is the catalog run's to decide (the layout is the whole folder's): kept
+            ref = replace(ref, language=known.language)
+        else:
+            # not catalogued yet (a page the sensor found): what it says of itself until the catalog run
+            facts = scope_mod.PageFacts.parse(ref.facts)
+            ref = replace(ref, language=facts.declared or facts.detected)
     if not ref.imports:
         return ref
     # the files it imports, as they are now (a known fingerprint's hash covers them as they were)

@@ -9,6 +9,8 @@ and `last_update_date`, plus the ingestion contract's `sidebar_label`, `sidebar_
   when the docs folder is in a git work tree (one `git log` for the whole folder, not one per file),
   else the file's modification date (UTC).
 - `sidebar_label`: the title; `sidebar_position`: 0; `learning_objectives`: none.
+- `language`: the page's language as its corpus's scope resolved it (rag_assets.ingest.languages:
+  the generator's layout, the frontmatter's `lang`/`locale`, the text), `und` when unknown.
 
 Requirements (RAG_REQUIRED_METADATA=source,doc_type,last_update_date): a document whose frontmatter
 does not give a required key fails by name (InvalidDocumentError: "missing required metadata
@@ -209,6 +211,10 @@ def complete(doc: ParsedDocument, ref: DocumentRef, policy: MetadataPolicy,
     if policy.doc_types and str(meta["doc_type"]) not in policy.doc_types:
         raise InvalidDocumentError(ref.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
                                                  f"{', '.join(policy.doc_types)} (RAG_DOC_TYPES)")
+    if ref.language:
+        meta["language"] = ref.language
+    else:
+        meta.setdefault("language", "und")
     meta.setdefault("sidebar_label", doc.title)
     meta.setdefault("sidebar_position", 0)
     meta.setdefault("learning_objectives", [])

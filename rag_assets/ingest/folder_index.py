@@ -21,6 +21,7 @@ import numpy as np
 from rag_assets.ingest.chunking import ChunkingConfig, chunk_document
 from rag_assets.config import Settings
 from rag_assets.ingest.discovery import discover
+from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import RagError
 from rag_assets.ingest.document_metadata import MetadataPolicy, complete
@@ -49,7 +50,8 @@ def index_folder(
     fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
                                        policy.fingerprint)
     store = ChromaStore.for_settings(settings, embedder)
-    catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets)
+    catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets,
+                       scope=ScopeSettings.from_settings(settings))
     known = _read_manifest(manifest)
     current: dict[str, str] = {}
     errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors]

@@ -20,7 +20,8 @@ A Mintlify or Docusaurus page shows the content of the ``.md``/``.mdx`` files it
 - the parse stage renders the page with the very snippet bytes whose hashes make up the page's
   content hash (`render_page`), so a record never pairs one version's hash with another's text.
 
-Import sources resolve like the site generators do: ``/x.mdx`` from the docs folder, ``./x.mdx`` and
+Import sources resolve like the site generators do: ``/x.mdx`` from the docs folder (else from a folder on
+the importing file's path, outermost first: a site kept in a subfolder of a repository), ``./x.mdx`` and
 ``../x.mdx`` from the importing file, ``@site/…`` from the site folder (the docs folder or its
 parent); anything else (``@theme/Tabs``, ``openai``) is code, not a snippet. Nothing outside the docs
 folder, and no hidden file, is ever read.
@@ -67,7 +68,12 @@ def candidates(source: str, importer: str) -> list[str]:
         rest = source[len("@site/"):]
         paths = [rest, rest.split("/", 1)[1] if "/" in rest else ""]  # the site folder is the docs folder or its parent
     elif source.startswith("/"):
-        paths = [source[1:]]
+        # the site's root: the docs folder, else (a whole repository with its site in a subfolder)
+        # a folder on the importer's path, outermost first
+        folders = importer.split("/")[:-1]
+        rest = posixpath.normpath(source[1:])
+        climbs = rest.split("/")[0] == ".."  # refused below: never resolved from a subfolder instead
+        paths = [rest, *("/".join(folders[:k]) + "/" + rest for k in range(1, len(folders) + 1) if not climbs)]
     elif source.startswith("."):
         paths = [posixpath.join(posixpath.dirname(importer), source)]
     else:

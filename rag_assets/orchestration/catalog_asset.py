@@ -11,6 +11,7 @@ from rag_assets.index.locks import DocumentLocks
 from rag_assets.index.stage_store import StageStore
 from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
 from rag_assets.ingest.discovery import discover_for, partition_key_for
+from rag_assets.ingest.scope import left_out_counts
 from rag_assets.ingest.stages import delete_orphans, find_orphans, remove_documents
 
 from .naming import CorpusNames
@@ -105,8 +106,16 @@ def _catalog_metadata(catalog, added: list[str], stale_keys: list[str], deleted:
         "orphan_vectors_removed": orphan_vectors,
         "total_bytes": sum(d.size_bytes for d in catalog.documents),
         "discovery_errors": len(catalog.errors),
+        # the pages found but out of the corpus's scope, by reason (rag_assets.ingest.scope)
+        "documents_left_out": len(catalog.left_out),
+        "left_out": dg.MetadataValue.json(left_out_counts(catalog.left_out)),
+        "default_language": catalog.default_language,
+        "languages": dg.MetadataValue.json(catalog.languages),
         "seconds": round(time.perf_counter() - started, 3),
     }
+    if catalog.left_out:
+        metadata["left_out_pages"] = dg.MetadataValue.md(
+            "| page | reason |\n|---|---|\n" + "\n".join(f"| `{p}` | {r} |" for p, r in sorted(catalog.left_out.items())[:200]))
     if catalog.errors:
         metadata["errors"] = dg.MetadataValue.md(
             "| file | problem |\n|---|---|\n" + "\n".join(f"| `{e.path}` | {e.reason} |" for e in catalog.errors[:200])

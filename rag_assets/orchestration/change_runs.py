@@ -23,6 +23,7 @@ from rag_assets.index import folder_snapshots
 from rag_assets.index.stage_store import StageStore
 from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
 from rag_assets.ingest.change_detection import DEFAULT_SETTLE_SECONDS, detect_changes
+from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.models import Catalog
 
 from .fingerprints import stale_now
@@ -52,8 +53,11 @@ def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str]
     apart). Raises FileNotFoundError when the docs folder is gone (nothing is removed)."""
     stages = StageStore.for_settings(settings)
     previous, stored, lost = _previous_look(stages, owner, cursor)
+    recorded = stages.read_scope() or {}
     changes = detect_changes(settings.docs_dir, previous, max_file_bytes=settings.max_file_bytes, wait=True,
-                             settle_seconds=settle_seconds, index_snippets=settings.index_snippets)
+                             settle_seconds=settle_seconds, index_snippets=settings.index_snippets,
+                             scope=ScopeSettings.from_settings(settings),
+                             default_language=str(recorded.get("default_language") or ""))
     if changes.same_state and stored:
         new_cursor = cursor
     else:

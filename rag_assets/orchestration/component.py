@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 # the Settings fields a component may set, besides its name and folder
 SETTINGS_FIELDS = ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "chunk_overlap_tokens",
                    "embedder", "embedding_model", "required_metadata", "doc_types", "default_doc_type",
-                   "index_snippets", "documents_per_run", "sensor_interval_seconds", "evaluation_interval_seconds",
+                   "index_snippets", "include", "exclude", "ignore_files", "skip_frontmatter_keys", "languages",
+                   "default_language", "documents_per_run", "sensor_interval_seconds", "evaluation_interval_seconds",
                    "eval_min_hybrid_recall_at_5", "retrieval_mode", "reconcile_cron")
 
 
@@ -79,6 +80,13 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
     doc_types: str | None = None
     default_doc_type: str | None = None
     index_snippets: bool | None = None
+    # scope (docs/pipeline.md#scope): globs in gitignore syntax, ";"-separated ("drafts/**;*.draft.md")
+    include: str | None = None
+    exclude: str | None = None
+    ignore_files: bool | None = None  # read .gitignore/.mintignore/.ragignore and the generator's rules
+    skip_frontmatter_keys: str | None = None  # "draft,noindex,hidden"
+    languages: str | None = None  # "default" | "all" | "en,es"
+    default_language: str | None = None  # "" = the generator's, else the most common
     documents_per_run: int | None = None
     sensor_interval_seconds: int | None = None
     evaluation_interval_seconds: int | None = None

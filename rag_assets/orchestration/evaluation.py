@@ -78,27 +78,50 @@ def question_llm(settings):
 
 def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
     """Bring the synthetic set of the main docs folder (or of an extra corpus) up to date: only
-    changed documents are read and asked about again."""
+    changed documents are read and asked about again. Of the main index, only the documents indexed
+    at their current version and in the corpus's default language are asked about (an ingest stopped
+    half-way, a page left out of scope, a translation: never scored as if indexed)."""
     from rag_assets.evaluation.synthetic.build import build_synthetic_set
     from rag_assets.evaluation.synthetic.folder import folder_documents, synthetic_dir
 
-    known = None
+    known = stages = None
     if corpus is None:  # the main index's catalog: files whose stat did not change are not hashed again
         try:
             from rag_assets.index.stage_store import StageStore
 
-            known = StageStore.for_settings(settings).read_catalog()
+            stages = StageStore.for_settings(settings)
+            known = stages.read_catalog()
         except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed
-            known = None
+            known = stages = None
     sources, errors = folder_documents(settings, docs_dir, known)
     for error in errors[:20]:
         log.warning(f"synthetic eval set: {error}")
+    coverage = {"documents_found": len(sources)}
+    if stages is not None:
+        sources = indexed_sources(sources, stages, known)
+        coverage["documents_indexed"] = len(sources)
+        log.info(f"synthetic eval set: asks about the {len(sources)} of {coverage['documents_found']} documents "
+                 "indexed now in the corpus's default language")
     built = build_synthetic_set(sources, synthetic_dir(settings, corpus), size=settings.eval_synthetic_questions,
                                 seed=settings.eval_synthetic_seed, llm=question_llm(settings),
                                 concurrency=settings.openai_concurrency, logger=log.info)
     for warning in built.warnings[:20]:
         log.warning(f"synthetic eval set: {warning}")
+    built.manifest.update(coverage)  # what this build covered (reported with the set, not stored in it)
     return built
+
+
+def indexed_sources(sources, stages, catalog):
+    """The document sources indexed at their current version, in the corpus's default language."""
+    from rag_assets.index.stage_store import INDEXED
+    from rag_assets.ingest.languages import same_language
+
+    headers = stages.headers([s.doc_path for s in sources])
+    default = str((stages.read_scope() or {}).get("default_language") or "")
+    language = {d.doc_path: d.language for d in catalog.documents} if catalog is not None else {}
+    return [s for s in sources
+            if headers.get(s.doc_path, {}).get(INDEXED, ("",))[0] == s.content_hash
+            and (not default or not language.get(s.doc_path) or same_language(language[s.doc_path], default))]
 
 
 def _synthetic_summary(built) -> dict:
@@ -114,6 +137,8 @@ def _synthetic_summary(built) -> dict:
         "seed": m["seed"],
         "questions": m["questions"],
         "documents": m["documents"],
+        # how many documents the set could ask about: those indexed now, of those in the folder
+        **{k: m[k] for k in ("documents_indexed", "documents_found") if k in m},
         "documents_regenerated": m["documents_regenerated"],
         "documents_reused": m["documents_reused"],
         "llm_calls": m["llm_calls"],

@@ -43,6 +43,7 @@ from rag_assets.ingest.catalog import catalog_run_needed, content_changed, touch
 from rag_assets.config import Settings
 from rag_assets.ingest.discovery import DocumentTooLarge, StatLook, discover_for, fingerprint_file, stat_look, stat_look_of
 from rag_assets.index.generation import read_generation
+from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
@@ -259,10 +260,10 @@ def check_noop(settings: Settings) -> tuple[IngestSummary | None, FolderLook | N
         if base and recorded_stats:
             # the stat-level look first: when it is as recorded, neither the stored catalog nor a
             # discovery against it is needed (~0.8 s less at 100,000 documents)
-            looked = stat_look(settings.docs_dir, settings.max_file_bytes)
+            looked = stat_look(settings.docs_dir, settings.max_file_bytes, ScopeSettings.from_settings(settings))
             digest = files_digest(looked.files)
             if stat_token(base, looked, digest) == recorded_stats:
-                return _unchanged(looked.files, looked.errors), None
+                return _unchanged(looked.files, looked.errors, stages), None
             if base == stages.db.get_meta(BASE_KEY):
                 moved = _look_at_moved(settings, stages, looked, digest, runs)
                 if moved is not None:
@@ -277,10 +278,15 @@ def check_noop(settings: Settings) -> tuple[IngestSummary | None, FolderLook | N
         # touched files (new mtime, same content): remember how they look now, and let the next
         # check answer from stats again
         touched = touched_documents(stored, seen)
-        if touched:
-            stages.refresh_catalog(touched)
+        # pages read and left out (a translation, a draft) that moved but are still out: remembered too
+        left_out_moved = set(stored.left_out_refs) != set(seen.left_out_refs)
+        if touched or left_out_moved:
+            if touched:
+                stages.refresh_catalog(touched)
+            if left_out_moved:
+                stages.write_scope(seen)
             _record_catalog(stages, base, seen)
-        return _unchanged(seen.documents, seen.errors), None
+        return _unchanged(seen.documents, seen.errors, stages), None
     finally:
         lock.release()
 
@@ -311,8 +317,8 @@ def _look_at_moved(settings: Settings, stages: StageStore, looked: StatLook, dig
             ref = fingerprint_file(settings.docs_dir, path, max_file_bytes=settings.max_file_bytes, known=stored[path])
         except (OSError, DocumentTooLarge):
             return None  # gone or refused meanwhile: the whole look words it
-        if ref.imports:
-            return None
+        if ref.imports or ref.facts != stored[path].facts:
+            return None  # what it says of itself (draft, its language) moved: the whole look decides its scope
         seen.append(ref)
     stored_refs = [stored[path] for path in moved]
     rest = ((int(recorded, 16) - documents_digest(stored_refs)) % _DIGEST_MOD,
@@ -324,11 +330,17 @@ def _look_at_moved(settings: Settings, stages: StageStore, looked: StatLook, dig
     # only touched (new mtime, same content): remember how they look now, and answer from stats again
     stages.refresh_catalog(touched_documents(look.stored, look.seen))
     record_moved(settings, stages, look, seen, runs)
-    return _unchanged(looked.files, looked.errors), None
+    return _unchanged(looked.files, looked.errors, stages), None
 
 
-def _unchanged(documents, errors) -> IngestSummary:
+def _unchanged(documents, errors, stages: StageStore) -> IngestSummary:
+    scope = stages.read_scope() or {}  # nothing moved: what the last look left out still is
+    # a stat-level look's files include the pages read and left out (a translation, a draft): not documents
+    read_out = {r.get("doc_path") for r in scope.get("read") or []}
+    documents = [d for d in documents if (d[0] if isinstance(d, tuple) else d.doc_path) not in read_out]
     return IngestSummary(
+        left_out=dict(scope.get("left_out") or {}),
+        default_language=str(scope.get("default_language") or ""),
         documents_discovered=len(documents) + len(errors),
         documents_unchanged=len(documents),
         documents_failed=len(errors),

@@ -50,6 +50,7 @@ from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableE
 
 from rag_assets.ingest.catalog import catalog_run_needed, content_changed, touched_documents
 from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file
+from rag_assets.ingest.scope import left_out_counts
 from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import DocumentRef, IngestSummary
@@ -429,6 +430,7 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     else:
         stored = stages.read_catalog()
         seen = discover_for(settings, known=stored)
+    look_scope = seen  # the look's scope (the stored catalog read after a catalog run does not hold it)
     # no run, no new settings, store or generation since every document was current (noop_check):
     # Dagster's partitions are still the stored catalog's, and only what the folder changed can be stale
     trusted = look is not None and look.base_current and look.runs == runs_at_start
@@ -453,6 +455,15 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
             seen = stages.read_catalog()
         # refused: the stored catalog still lists the vanished documents; the folder as just seen
         # is what the runs below index
+    if not partial:
+        # what this look left out of scope, for the summary and `rag corpora` (a moved-only look left
+        # out nothing new: noop_check hands the whole look over when a moved page's facts moved)
+        summary.left_out, summary.default_language = dict(left_out_counts(look_scope.left_out)), look_scope.default_language
+        stages.write_scope(look_scope)
+    else:
+        recorded = stages.read_scope() or {}
+        summary.left_out = dict(recorded.get("left_out") or {})
+        summary.default_language = str(recorded.get("default_language") or "")
     catalog = seen
     refs = catalog.documents
     if only_doc_paths is not None:

@@ -13,16 +13,21 @@ evaluation_sensor: re-scores the index after it changed, batched. Each evaluatio
 generation it scored; when the generation now differs and no ingestion or evaluation run is queued
 or running, one evaluation run is asked for (run key = the generation, so one per index version).
 While ingestion keeps running it waits, at most EVALUATION_MAX_DEFER_SECONDS, then evaluates
-anyway, so a folder that never stops changing is still scored.
+anyway, so a folder that never stops changing is still scored. An ingest in progress (`rag ingest`,
+RAGPipeline.ingest: the corpus's ingest lock is held, also between its runs) is always waited for:
+scoring half an ingest scores documents that are not indexed yet.
 """
 
 import json
 import time
+from pathlib import Path
 
 import dagster as dg
+from filelock import FileLock, Timeout
 
 from rag_assets.config import Settings
 from rag_assets.index.generation import EMPTY as EMPTY_INDEX, current_generation
+from rag_assets.index.locks import INGEST_LOCK_NAME
 
 from rag_assets.corpus import Corpus
 
@@ -123,8 +128,24 @@ def build_evaluation_sensor(corpus: Corpus, assets: IngestionAssets, evaluation:
     return evaluation_sensor
 
 
+def ingest_in_progress(state_dir: Path) -> bool:
+    """Whether an ingest holds the corpus's ingest lock now (asked with a lock object of its own, so
+    the answer is the same in the process that holds it)."""
+    path = Path(state_dir) / INGEST_LOCK_NAME
+    if not path.exists():
+        return False
+    lock = FileLock(str(path), is_singleton=False, thread_local=False)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
 def _evaluation_tick(context, corpus: Corpus, evaluation_key: dg.AssetKey):
-    generation = current_generation(corpus.settings())
+    settings = corpus.settings()
+    generation = current_generation(settings)
     if generation == EMPTY_INDEX:
         return dg.SkipReason("nothing is indexed yet")
     event = context.instance.get_latest_materialization_event(evaluation_key)
@@ -134,6 +155,8 @@ def _evaluation_tick(context, corpus: Corpus, evaluation_key: dg.AssetKey):
         scored = getattr(value, "value", value)
     if scored == generation:
         return dg.SkipReason(f"the index ({generation[:8]}) is evaluated")
+    if ingest_in_progress(settings.state_dir):
+        return dg.SkipReason("an ingest of this corpus is in progress (its lock is held); evaluating once it ends")
     # this corpus's runs: another corpus's ingest or evaluation holds nothing of this one back
     in_flight = context.instance.get_runs(filters=dg.RunsFilter(statuses=_IN_FLIGHT, tags={CORPUS_TAG: corpus.name}))
     if any(r.tags.get("rag/run") == "evaluation" for r in in_flight):

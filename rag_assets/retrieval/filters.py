@@ -5,6 +5,7 @@
     {"tags": ["ros", "nodes"]}                  # tags: the document has any of them (case-insensitive)
     {"path_prefix": "guides/"}                  # doc_path starts with it (any of, for a list)
     {"module": "module-2", "doc_type": "lab"}   # several keys: all of them
+    {"language": "zh"}                          # a page's language: zh matches zh, zh-CN, zh-TW; zh-CN only zh-CN
 
 Keys are the document-level fields every chunk carries: `module`, `chapter`, `doc_type`, `tags`,
 `source`, `last_update_date`, `title`, any scalar frontmatter key, plus `path_prefix` (and
@@ -25,7 +26,8 @@ from rag_assets.index.chroma_store import CHUNK_KEYS
 
 PATH_PREFIX = "path_prefix"
 TAGS = "tags"
-ALWAYS_KNOWN = frozenset({PATH_PREFIX, TAGS, "doc_path", "module", "chapter", "doc_type"})
+LANGUAGE = "language"
+ALWAYS_KNOWN = frozenset({PATH_PREFIX, TAGS, LANGUAGE, "doc_path", "module", "chapter", "doc_type"})
 
 
 def _norm(value: Any) -> str:
@@ -63,8 +65,8 @@ class Filters:
             if not values or any(v is None or isinstance(v, (dict, list, tuple)) for v in values):
                 raise InvalidFilterError(f"filter {key!r}: give a value or a list of values, got {value!r}")
             normalised = tuple(sorted({_norm(v) for v in values}))
-            if key == TAGS:
-                normalised = tuple(sorted({v.casefold() for v in normalised}))
+            if key in (TAGS, LANGUAGE):
+                normalised = tuple(sorted({v.casefold().replace("_", "-") for v in normalised}))
             clauses.append((key.strip(), normalised))
         return cls(tuple(clauses)) if clauses else None
 
@@ -91,6 +93,9 @@ class Filters:
                 ok = doc_path in values
             elif key == TAGS:
                 ok = any(t.casefold() in values for t in split_tags(fields.get(TAGS)))
+            elif key == LANGUAGE:
+                code = _norm(fields.get(LANGUAGE, "")).casefold().replace("_", "-")
+                ok = code in values or code.split("-", 1)[0] in values
             else:
                 ok = key in fields and _norm(fields[key]) in values
             if not ok:

@@ -50,13 +50,14 @@ from rag_assets.index.chroma_store import ChromaStore, document_fields
 from rag_assets.index.generation import current_generation
 from rag_assets.index.state_db import StateDB
 from rag_assets.retrieval.snapshot_builds import FolderBuilds, SharedBuilds
-from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, section_key, text_key, tokenize
+from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, family, query_terms, section_key, \
+    text_key, tokenize
 from rag_assets.retrieval.windows import SectionRuns, opens_section, stored_tokens
 
 log = logging.getLogger(__name__)
 
 # Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
-FORMAT_VERSION = "kw-v5"
+FORMAT_VERSION = "kw-v6"
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
 DEFAULT_HEADING_REPEATS = 3
 
@@ -148,12 +149,16 @@ class SearchSnapshot:
     def scores(self, query: str) -> np.ndarray | None:
         """BM25 score of every indexed chunk (row order), or None when no query term is indexed."""
         self.ensure_current()
-        return _all_scores(self._bm25, query) if self._ids else None
+        return _all_scores(self._bm25, self.query_terms(query)) if self._ids else None
+
+    def query_terms(self, query: str) -> list[str]:
+        """The query's BM25 terms as the languages of this build's chunks read them."""
+        return query_terms(query, self._meta.get("languages") or ("en",))
 
     def heading_scores(self, query: str, rows: Sequence[int]) -> np.ndarray:
         """BM25 of the query against the headers (title > h1 > h2) of the given rows."""
         self.ensure_current()
-        scores = _all_scores(self._headings, query) if self._ids and self._headings is not None else None
+        scores = _all_scores(self._headings, self.query_terms(query)) if self._ids and self._headings is not None else None
         if scores is None:
             return np.zeros(len(rows), dtype=np.float32)
         return scores[np.asarray(rows, dtype=np.int64)]
@@ -191,7 +196,7 @@ class SearchSnapshot:
         vocab = self._bm25.vocab_dict
         indptr, indices = self._bm25.scores["indptr"], self._bm25.scores["indices"]
         found = []
-        for term in dict.fromkeys(tokenize(query)):
+        for term in dict.fromkeys(self.query_terms(query)):
             tid = vocab.get(term)
             if tid is None:
                 continue
@@ -315,14 +320,17 @@ class SearchSnapshot:
         table: list[ChunkRow] = []
         vectors: list[np.ndarray] = []
         documents: dict[str, dict] = {}
+        languages: set[str] = set()
         model = None
         for row in self.store.iter_all(include_embeddings=True):
             cid, text, meta, emb = row
             meta = meta or {}
             documents.setdefault(str(meta.get("doc_path", "")), document_fields(meta))
             ids.append(cid)
-            header = tokenize(chunk_headings_text(meta))
-            corpus.append(tokenize(chunk_index_text(text, meta)) + header * self.heading_repeats)
+            language = meta.get("language")
+            languages.add(family(language))
+            header = tokenize(chunk_headings_text(meta), language)
+            corpus.append(tokenize(chunk_index_text(text, meta), language) + header * self.heading_repeats)
             heading_corpus.append(header)
             table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text),
                                   _int(meta.get("chunk_index")), stored_tokens(meta.get("token_count"), text),
@@ -342,6 +350,7 @@ class SearchSnapshot:
             "chunks": len(ids),
             "vocabulary": len(bm25.vocab_dict) if bm25 is not None else 0,
             "embedding_model": model,
+            "languages": sorted(languages),  # the tokenizer families of its chunks: how a query is read
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.perf_counter() - start, 3),
         }
@@ -407,9 +416,9 @@ def _bm25_index(corpus: list[list[str]]):
     return index
 
 
-def _all_scores(bm25, query: str) -> np.ndarray | None:
+def _all_scores(bm25, terms: list[str]) -> np.ndarray | None:
     vocab = bm25.vocab_dict
-    term_ids = [vocab[t] for t in tokenize(query) if t in vocab]
+    term_ids = [vocab[t] for t in terms if t in vocab]
     if not term_ids:
         return None
     return np.asarray(bm25.get_scores_from_ids(term_ids), dtype=np.float32)

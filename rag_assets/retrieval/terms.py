@@ -2,7 +2,9 @@
 the evaluation counts, the same for chunks and queries.
 
 ``tokenize``: casefold, words of two or more characters, snake_case/dotted identifiers also split into
-their parts, English stopwords dropped, Snowball English stemming. ``chunk_index_text`` rebuilds the
+their parts, English stopwords dropped, Snowball stemming in the chunk's language (English when it has
+none or no stemmer; Chinese and Japanese cut into character pairs); a query is read as every language of
+the index reads it (``query_terms``). ``chunk_index_text`` rebuilds the
 text a chunk was embedded from out of its stored metadata (rag_assets.vocabulary.index_text), and
 ``chunk_headings_text`` its ``title > h1 > h2`` header alone. ``section_key`` and ``text_key`` name a
 chunk's section and its normalised text (diversity, duplicates, context windows).
@@ -14,6 +16,7 @@ import hashlib
 import re
 
 from rag_assets.vocabulary.index_text import build_index_text
+from rag_assets.vocabulary.languages import primary
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SUBWORD_SPLIT = re.compile(r"[_]+")
@@ -26,34 +29,84 @@ _STOPWORDS = frozenset(
 
 
 class _Stemmer:
-    """PyStemmer's English Snowball stemmer with a per-process word cache."""
+    """A PyStemmer Snowball stemmer (English unless told) with a per-process word cache."""
 
-    def __init__(self) -> None:
+    def __init__(self, algorithm: str = "english") -> None:
         import Stemmer
 
-        self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer = Stemmer.Stemmer(algorithm)
         self._stemmer.maxCacheSize = 100_000
 
     def __call__(self, words: list[str]) -> list[str]:
         return self._stemmer.stemWords(words)
 
 
-_STEMMER: _Stemmer | None = None
+# The Snowball stemmers PyStemmer ships, by language code; a language without one is stemmed as English
+# (as every chunk was before chunks carried a language), Chinese and Japanese are cut into character pairs.
+SNOWBALL = {"ar": "arabic", "ca": "catalan", "da": "danish", "de": "german", "el": "greek", "en": "english",
+            "es": "spanish", "eu": "basque", "fi": "finnish", "fr": "french", "ga": "irish", "hi": "hindi",
+            "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian", "lt": "lithuanian",
+            "nb": "norwegian", "ne": "nepali", "nl": "dutch", "no": "norwegian", "pt": "portuguese", "ro": "romanian",
+            "ru": "russian", "sr": "serbian", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
+CHARACTER_PAIRS = frozenset({"zh", "ja"})
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
+_STEMMERS: dict[str, _Stemmer] = {}
 
 
-def tokenize(text: str) -> list[str]:
-    """Text -> BM25 terms (see the module docstring). Deterministic; the same for chunks and queries."""
-    global _STEMMER
-    if _STEMMER is None:
-        _STEMMER = _Stemmer()
+def family(language: str | None) -> str:
+    """The tokenizer a language is read with: its code when it has a stemmer or is cut into pairs, else "en"."""
+    code = primary(language or "")
+    return code if code in SNOWBALL or code in CHARACTER_PAIRS else "en"
+
+
+def tokenize(text: str, language: str | None = None) -> list[str]:
+    """Text -> BM25 terms (see the module docstring). Deterministic; the same for chunks and queries.
+    `language` (a chunk's, rag_assets.vocabulary.languages): its Snowball stemmer, or character pairs
+    for Chinese and Japanese; none or one without a stemmer: English, as before chunks had one."""
+    lang = family(language)
+    stemmer = _STEMMERS.get(lang)
+    if stemmer is None:
+        stemmer = _STEMMERS[lang] = _Stemmer(SNOWBALL.get(lang, "english"))
     words: list[str] = []
     for word in _WORD.findall(text.casefold()):
+        if lang in CHARACTER_PAIRS and _CJK_RUN.search(word):
+            words.extend(_character_pairs(word))
+            continue
         parts = [p for p in _SUBWORD_SPLIT.split(word) if p]
         if len(parts) > 1:  # content_block_delta -> content_block_delta, content, block, delta
             words.append(word.strip("_"))
         words.extend(parts)
     words = [w for w in words if len(w) > 1 and w not in _STOPWORDS]
-    return _STEMMER(words) if words else []
+    return stemmer(words) if words else []
+
+
+def _character_pairs(word: str) -> list[str]:
+    """A word with Chinese or Japanese characters: each run of them as overlapping pairs, the rest as is."""
+    out: list[str] = []
+    last = 0
+    for run in _CJK_RUN.finditer(word):
+        if run.start() > last:
+            out.append(word[last:run.start()])
+        chars = run.group()
+        out.extend(chars[i:i + 2] for i in range(len(chars) - 1))
+        last = run.end()
+    if last < len(word):
+        out.append(word[last:])
+    return out
+
+
+def query_terms(query: str, languages) -> list[str]:
+    """A query's terms for an index holding chunks of these languages (tokenizer families): its terms as
+    each family reads them, the first family's in order, then the others' not already there."""
+    families = sorted({family(lang) for lang in languages} or {"en"}, key=lambda f: (f != "en", f))
+    terms = tokenize(query, families[0])
+    if len(families) > 1:
+        seen = set(terms)
+        for fam in families[1:]:
+            extra = [t for t in tokenize(query, fam) if t not in seen]
+            seen.update(extra)
+            terms += extra
+    return terms
 
 
 def _breadcrumb(metadata: dict) -> list[str]:

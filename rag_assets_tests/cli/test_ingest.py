@@ -256,3 +256,26 @@ def test_the_summary_counts_code_blocks_split_to_fit_a_chunk(env):
     assert "1 code/table block(s) too big for one chunk were split at line boundaries" in text
     assert "exceed the embedding model's input" not in text
 
+
+
+@pytest.mark.system
+def test_scope_flags_say_what_is_left_out_and_lang_filters(env, monkeypatch):
+    docs = env / "docs"
+    spanish = {"es/guide/evaluation.md": "# Herramienta de evaluación\n\nLa herramienta de evaluación compara las "
+               "respuestas del modelo con los resultados esperados. Cree casos de prueba nuevos desde la consola, "
+               "añada las variables de cada caso y ejecute la evaluación completa para ver qué respuestas cumplen.\n",
+               "es/guide/streaming.md": "# Respuestas en streaming\n\nCon el streaming, la respuesta llega por partes "
+               "mientras el modelo la genera, de modo que su aplicación puede mostrar el texto enseguida. Active la "
+               "opción en la petición y lea los eventos que envía el servidor hasta el mensaje final.\n"}
+    for rel, text in spanish.items():
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(text, encoding="utf-8")
+    out = rag("ingest", "--exclude", "rate-limits.md").stdout
+    assert "left out of scope: 3 page(s): 2 translation, 1 exclude (the corpus's language: en)" in out
+    assert "2 translated page(s) not indexed: `rag ingest --languages all`" in out
+    monkeypatch.setenv("RAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")  # the collection's model, whatever is installed
+    summary, _ = ingest_json("--languages", "all", "--exclude", "rate-limits.md")
+    assert summary["left_out"] == {"exclude": 1} and summary["documents_processed"] == 2
+    results = json.loads(rag("query", "--lang", "es", "--json", "¿Cómo creo casos de prueba?").stdout)["results"]
+    assert results and {r["doc_path"] for r in results} <= set(spanish)
+    assert "RAG_LANGUAGES: 'spanish' is not a language code" in rag("ingest", "--languages", "spanish", check_codes=(2,)).stderr

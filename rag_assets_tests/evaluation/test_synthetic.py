@@ -282,3 +282,15 @@ def test_styles_for_benchmarks_one_kind_only_or_verbatim(tmp_path):
     assert all(normalize(q.question).rstrip("?") in normalize(docs[q.expected[0].doc_path]) for q in verbatim.questions)
     with pytest.raises(ValueError):
         build_synthetic_set([], tmp_path / "x", style="poetry")
+
+
+def test_a_document_in_another_language_is_asked_about_by_its_headings_as_written(tmp_path):
+    """No English template around Spanish words ("Usuarios right generar: what should I know about …")."""
+    spanish = ("# Usuarios\n\n## Generar una clave de acceso\n\nCada usuario puede generar una clave de acceso desde su "
+               "perfil. La clave permite llamar a la interfaz sin contraseña y se puede revocar en cualquier momento "
+               "desde la misma página de configuración de la cuenta.\n\n## Uso\n\nLa clave se envía en la cabecera de "
+               "cada petición; el servidor la comprueba y responde con un error si ha caducado o ha sido revocada.\n")
+    built = build_synthetic_set([_source("es/usuarios.md", spanish)], tmp_path / "es", size=10, seed=0)
+    assert sorted(q.question for q in built.questions) == ["Generar una clave de acceso", "Usuarios: Uso"]
+    english = build_synthetic_set([_source("retries.md", RETRIES)], tmp_path / "en", size=10, seed=0)
+    assert all(q.question.endswith(("?", ".")) for q in english.questions)  # English keeps its templates

@@ -93,3 +93,24 @@ def test_a_file_written_during_the_wait_is_left_for_the_next_look(tmp_path):
     time.sleep(0.5)
     later = detect_changes(tmp_path, changes.cursor, settle_seconds=0.4, wait=True)
     assert [r.doc_path for r in later.added] == ["growing.md"]
+
+
+def test_a_page_out_of_scope_is_never_added_and_one_that_leaves_it_is_deleted(tmp_path):
+    english = ("Run the installer from your terminal and follow the prompts. The installer checks your system, "
+               "downloads the packages the tool needs and writes a configuration file in your home folder.")
+    spanish = ("Ejecute el instalador desde su terminal y siga las instrucciones. El instalador comprueba su "
+               "sistema, descarga los paquetes que necesita y escribe un archivo de configuración en su carpeta. "
+               "Cuando termine, abra una nueva terminal y ejecute el comando de versión para comprobarlo.")
+    (tmp_path / "a.md").write_text(f"# A\n\n{english}\n")
+    (tmp_path / "b.md").write_text(f"# B\n\n{english}\n")
+    (tmp_path / "ignored.md").write_text("# I\n")
+    (tmp_path / ".ragignore").write_text("ignored.md\n")
+    first = detect_changes(tmp_path, None, settle_seconds=0)
+    assert sorted(r.doc_path for r in first.added) == ["a.md", "b.md"]
+    (tmp_path / "b.md").write_text(f"---\ndraft: true\n---\n# B\n\n{english}\n")
+    (tmp_path / "c.md").write_text(f"# C\n\n{spanish}\n")
+    later = detect_changes(tmp_path, first.cursor, settle_seconds=0, default_language="en")
+    assert later.added == [] and later.changed == [] and later.deleted == ["b.md", "c.md"]
+    (tmp_path / "b.md").write_text(f"# B\n\n{english}\n")  # back in scope: a change like any other
+    again = detect_changes(tmp_path, later.cursor, settle_seconds=0, default_language="en")
+    assert [r.doc_path for r in again.changed] == ["b.md"] and again.deleted == []

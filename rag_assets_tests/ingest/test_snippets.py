@@ -36,7 +36,9 @@ def test_snippet_files_are_not_pages_unless_asked(site):
 
 
 def test_candidates_stay_inside_the_docs_folder():
-    assert snippets.candidates("/snippets/a.mdx", "x/page.mdx") == ["snippets/a.mdx"]
+    # "/": the docs folder first, then the folders on the importer's path (a site kept in a subfolder)
+    assert snippets.candidates("/snippets/a.mdx", "x/page.mdx") == ["snippets/a.mdx", "x/snippets/a.mdx"]
+    assert snippets.candidates("/../a.mdx", "x/page.mdx") == []
     assert snippets.candidates("./_p.mdx", "guides/page.mdx") == ["guides/_p.mdx"]
     assert snippets.candidates("../_p.mdx", "guides/page.mdx") == ["_p.mdx"]
     assert snippets.candidates("@site/docs/_p.mdx", "page.mdx") == ["docs/_p.mdx", "_p.mdx"]
@@ -153,11 +155,8 @@ def test_an_import_never_turns_a_page_into_a_snippet(tmp_path):
         # "_" names that nothing imports stay pages: Hugo's section page, a Jekyll collection
         "section/_index.md": "# Section\n\nThe section page.\n",
         "_docs/intro.md": "# Intro\n\nA collection page.\n",
-        # snippets/ at the top, and beside a Mintlify docs.json one folder down (a whole repository)
+        # snippets/ at the top
         "snippets/top.mdx": "Top snippet.\n",
-        "site/docs.json": "{}",
-        "site/snippets/s.mdx": "Site snippet.\n",
-        "site/page.mdx": "import S from '/snippets/s.mdx';\n\n# Page\n\n<S />\n",
         # a folder called snippets that is not a site's snippets folder holds pages
         "features/snippets/overview.md": "# Code snippets\n\nThe snippets feature.\n",
     }
@@ -165,16 +164,38 @@ def test_an_import_never_turns_a_page_into_a_snippet(tmp_path):
         (docs / rel).parent.mkdir(parents=True, exist_ok=True)
         (docs / rel).write_text(text)
     pages = ["_docs/intro.md", "a.md", "b.md", "c.mdx", "d.mdx", "features/snippets/overview.md", "guide.mdx",
-             "section/_index.md", "site/page.mdx"]
+             "section/_index.md"]
     catalog = discover(docs)
     assert [d.doc_path for d in catalog.documents] == pages
-    assert catalog.excluded == ["_partials/step.mdx", "_req.md", "site/snippets/s.mdx", "snippets/top.mdx"]
+    assert catalog.excluded == ["_partials/step.mdx", "_req.md", "snippets/top.mdx"]
     # the sensor's look agrees (it is how `rag watch` and the UI see the folder)
     assert sorted(r.doc_path for r in detect_changes(docs, None, settle_seconds=0).added) == pages
     # pages importing each other are both pages, each shown once inside the other (the cycle is cut)
     by_path = {d.doc_path: d for d in catalog.documents}
     c, stats = snippets.render_page(frontmatter.read_document(by_path["c.mdx"]), by_path["c.mdx"])
     assert c.body.count("# D") == 1 and c.body.count("# C") == 1 and stats["mdx_warnings"] == 1
+
+
+def test_the_snippets_folder_beside_a_mintlify_docs_json_one_folder_down_holds_snippets(tmp_path):
+    """A whole repository with its Mintlify site in a subfolder: the site's snippets/ (beside its
+    docs.json) holds snippets; a folder called snippets elsewhere in the site holds pages. (The files
+    outside the site are the scope rules' to leave out: ingest/site_rules.py.)"""
+    docs = tmp_path / "docs"
+    files = {
+        "site/docs.json": "{}",
+        "site/snippets/s.mdx": "Site snippet.\n",
+        "site/page.mdx": "import S from '/snippets/s.mdx';\n\n# Page\n\n<S />\n",
+        "site/features/snippets/overview.md": "# Code snippets\n\nThe snippets feature.\n",
+    }
+    for rel, text in files.items():
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(text)
+    catalog = discover(docs)
+    assert [d.doc_path for d in catalog.documents] == ["site/features/snippets/overview.md", "site/page.mdx"]
+    assert catalog.excluded == ["site/snippets/s.mdx"]
+    page = next(d for d in catalog.documents if d.doc_path == "site/page.mdx")
+    rendered, _ = snippets.render_page(frontmatter.read_document(page), page)
+    assert "Site snippet." in rendered.body
 
 
 def test_a_snippet_bomb_fails_its_page_by_name_at_once_and_the_other_pages_are_parsed(tmp_path):

@@ -165,3 +165,15 @@ def test_component_settings_and_their_errors(tmp_path, monkeypatch):
         MarkdownCorpus(docs_dir="x").corpus(tmp_path / "defs" / "default", tmp_path)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"defs/x/defs.yaml: corpus name 'Bad-Name'.*`bad_name`"):
         MarkdownCorpus(docs_dir="x", name="Bad-Name").corpus(tmp_path / "defs" / "x", tmp_path)
+
+
+def test_component_scope_attributes_reach_the_corpus_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_CORPORA_DIR", str(tmp_path / "corpora"))
+    corpus = MarkdownCorpus(docs_dir="site", exclude="blog/**;*.draft.md", include="docs/**", ignore_files=False,
+                            skip_frontmatter_keys="draft", languages="en,es", default_language="en"
+                            ).corpus(tmp_path / "defs" / "site", tmp_path)
+    settings = corpus.settings()
+    assert (settings.exclude, settings.include, settings.ignore_files) == ("blog/**;*.draft.md", "docs/**", False)
+    assert (settings.skip_frontmatter_keys, settings.languages, settings.default_language) == ("draft", "en,es", "en")
+    with pytest.raises(ConfigurationError, match="RAG_LANGUAGES"):
+        MarkdownCorpus(docs_dir="site", languages="spanish").corpus(tmp_path / "defs" / "bad", tmp_path).settings()

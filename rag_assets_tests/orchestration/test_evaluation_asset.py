@@ -15,6 +15,7 @@ from rag_assets_tests.conftest import SAMPLE_EVAL_SET
 from rag_assets.orchestration.definitions import (
     PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
+from rag_assets.evaluation.synthetic.tuning import OFFLINE_GENERATOR
 
 RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
 
@@ -216,11 +217,18 @@ def test_no_eval_set_scores_a_synthetic_set_labelled_synthetic(indexed, rag_env)
     saved = json.loads(open(meta["synthetic/results_parquet"].replace(".parquet", ".json")).read())
     assert saved["eval_set"]["kind"] == "synthetic" and saved["eval_set"]["version"] == made["version"]
 
-    # a changed document is asked about again, the others are reused
+    assert (made["documents_found"], made["documents_indexed"]) == (3, 3)
+
+    # a changed document is not asked about until it is indexed at its new version (issue 34: an
+    # ingest stopped half-way is not scored as if it were done) ...
     doc = rag_env / "docs" / "rate-limits.md"
     doc.write_text(doc.read_text().replace("at most 50 requests", "at most 60 requests"))
+    stale = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES), "synthetic_eval_set")
+    assert (stale["documents_found"], stale["documents_indexed"], stale["documents"]) == (3, 2, 2)
+    # ... then it is asked about again, the others are reused
+    assert dg.materialize(PER_DOCUMENT_ASSETS, instance=indexed, resources=RESOURCES, partition_key="rate-limits.md").success
     again = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES), "synthetic_eval_set")
-    assert again["documents_regenerated"] == 1 and again["documents_reused"] == 2
+    assert again["documents_regenerated"] == 1 and again["documents_reused"] == 2 and again["documents_indexed"] == 3
 
 
 def test_with_a_chat_model_configured_the_questions_are_llm_written(indexed, rag_env, monkeypatch):
@@ -244,7 +252,7 @@ def test_with_a_chat_model_configured_the_questions_are_llm_written(indexed, rag
     monkeypatch.setenv("RAG_EVAL_SYNTHETIC_GENERATOR", "offline")  # the choice can be forced
     offline = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES),
                             "synthetic_eval_set")
-    assert offline["generator"] == "offline-v2"
+    assert offline["generator"] == OFFLINE_GENERATOR
 
 
 def test_retrieval_evaluation_alone_brings_the_synthetic_set_up_to_date(indexed, rag_env):
@@ -321,3 +329,18 @@ def test_extra_corpus_is_indexed_on_its_own_and_scored_side_by_side(indexed, rag
     failed = dg.materialize([retrieval_evaluation], instance=indexed, resources=RESOURCES, raise_on_error=False)
     assert not failed.success
     assert "NAME=FOLDER" in str(next(e for e in failed.all_events if e.is_step_failure).step_failure_data.error.message)
+
+
+def test_evaluation_sensor_waits_for_an_ingest_in_progress_however_long(indexed, rag_env, monkeypatch):
+    """`rag ingest` holds its lock between its runs too: no run in flight, yet the index is half done."""
+    from rag_assets.config import Settings
+    from rag_assets.index.locks import ingest_lock_file
+    from rag_assets.orchestration import sensors
+
+    write_eval(rag_env / "eval" / "small.jsonl", GOOD)
+    monkeypatch.setattr(sensors, "EVALUATION_MAX_DEFER_SECONDS", 0)
+    lock = ingest_lock_file(Settings.from_env().state_dir)
+    with lock:
+        waiting = _sensor_tick(indexed)
+    assert not waiting.run_requests and "ingest of this corpus is in progress" in waiting.skip_message
+    assert len(_sensor_tick(indexed, waiting.cursor).run_requests) == 1  # released: scored

@@ -136,3 +136,12 @@ def test_cli_unknown_key_or_malformed_where_exits_2_with_one_line(pipeline):
     assert "known keys" in proc.stderr and "Traceback" not in proc.stderr
     proc = _rag(pipeline, QUESTION, "--where", "level")
     assert proc.returncode == 2 and "KEY=VALUE" in proc.stderr
+
+
+def test_language_matches_its_regions_unless_one_is_named():
+    from rag_assets.retrieval.filters import Filters
+
+    fields = {"a.md": {"language": "zh-CN"}, "b.md": {"language": "zh"}, "c.md": {"language": "en"}, "d.md": {"language": "pt_BR"}}
+    assert Filters.parse({"language": "zh"}).documents(fields) == {"a.md", "b.md"}
+    assert Filters.parse({"language": "zh-cn"}).documents(fields) == {"a.md"}
+    assert Filters.parse({"language": ["en", "pt-BR"]}).documents(fields) == {"c.md", "d.md"}

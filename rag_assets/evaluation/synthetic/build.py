@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 from rag_assets.evaluation.evalset import EvalQuestion, load_eval_set
 from rag_assets.evaluation.matching import normalize
 from rag_assets.evaluation.synthetic.llm import _ask_llm
-from rag_assets.evaluation.synthetic.offline import _rank, offline_question
+from rag_assets.evaluation.synthetic.offline import _clean_heading, _rank, offline_question
 from rag_assets.evaluation.synthetic.passages import Passage, document_passages
 from rag_assets.evaluation.synthetic.tuning import (CACHE_FILE, DEFAULT_SIZE, DEFAULT_STYLE, KIND, LLM_GENERATOR,
                                                   LLM_PASSAGE_CHARS, MANIFEST_FILE, OFFLINE_GENERATOR, SET_FILE,
@@ -56,13 +56,38 @@ class SyntheticSet:
         return {**{k: self.manifest[k] for k in keys if k in self.manifest}, "path": str(self.path)}
 
 
-def _candidate(passage: Passage, seed: int | str, style: str) -> dict | None:
-    record = offline_question(passage, seed, style)
+def _candidate(passage: Passage, seed: int | str, style: str, record: dict | None = None) -> dict | None:
+    """The passage's candidate: its offline question (`record`, else offline_question's) and the passage."""
+    record = record or offline_question(passage, seed, style)
     if record is None:
         return None
     return {"uid": passage.uid, "rank": _rank(seed, passage.uid), "offline": record,
             "passage": {"key": passage.key, "section": passage.section, "breadcrumb": list(passage.breadcrumb),
                         "title": passage.title, "text": passage.text[:LLM_PASSAGE_CHARS]}}
+
+
+def _english(passages: list[Passage]) -> bool:
+    """Whether a document reads as English (or cannot tell): the offline questions' templates are English."""
+    from rag_assets.ingest.languages import detect, primary
+
+    found = detect("\n".join(p.text for p in passages[:5]))
+    return not found or primary(found) == "en"
+
+
+def _heading_candidate(passage: Passage, seed: int | str, style: str) -> dict | None:
+    """A document in another language: its section's heading as a reader would type it (the English
+    templates of heading and sentence questions would read "Usuarios right generar: what should I know
+    about …"); a passage without a heading is not asked about."""
+    if passage.section is None:
+        return None
+    heading = _clean_heading(passage.section) or _clean_heading(passage.title)
+    parents = [_clean_heading(h) for h in passage.breadcrumb[:-1] if _clean_heading(h)]
+    if len(heading.split()) <= 1 and parents and parents[-1].casefold() != heading.casefold():
+        heading = f"{parents[-1]}: {heading}"  # "Uso" alone asks nothing: "Insignias: Uso"
+    if not heading:
+        return None
+    return _candidate(passage, seed, style, {"question": heading, "kind": "heading",
+                                             "expected": [{"doc_path": passage.doc_path, "section": passage.section}]})
 
 
 def select(candidates: dict[str, list[dict]], size: int, seed: int | str = 0) -> list[tuple[str, dict]]:
@@ -164,7 +189,8 @@ def _document_candidates(documents: Iterable[DocumentSource], entries: dict, see
             warnings.append(f"{doc.doc_path}: not read ({type(exc).__name__}: {exc})")
             continue
         passages = document_passages(doc.doc_path, title, blocks)
-        candidates = [c for c in (_candidate(p, seed, style) for p in passages) if c is not None]
+        make = _candidate if _english(passages) else _heading_candidate
+        candidates = [c for c in (make(p, seed, style) for p in passages) if c is not None]
         result_docs[doc.doc_path] = {"content_hash": doc.content_hash, "candidates": candidates, "llm": {}}
         regenerated.append(doc.doc_path)
     return result_docs, regenerated, warnings

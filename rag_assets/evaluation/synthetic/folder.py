@@ -20,9 +20,12 @@ def folder_documents(settings, docs_dir: Path | None = None, known=None) -> tupl
     from rag_assets.ingest.markdown import split_markdown
     from rag_assets.ingest.snippets import render_page
 
+    from rag_assets.ingest.scope import ScopeSettings
+
     docs_dir = Path(docs_dir or settings.docs_dir)
+    # the corpus's scope: drafts, ignored files and translations are no pages to ask about
     catalog = discover(docs_dir, max_file_bytes=settings.max_file_bytes, known=known,
-                       index_snippets=settings.index_snippets)
+                       index_snippets=settings.index_snippets, scope=ScopeSettings.from_settings(settings))
     policy = MetadataPolicy.from_settings(settings)
 
     def reader(ref):

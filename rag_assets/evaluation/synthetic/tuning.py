@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 KIND = "synthetic"
-OFFLINE_GENERATOR = "offline-v2"  # bump when the offline questions change: every document is asked again
+OFFLINE_GENERATOR = "offline-v3"  # bump when the offline questions change: every document is asked again
 LLM_GENERATOR = "llm-v1"  # bump when LLM_PROMPT changes
 DEFAULT_SIZE = 100
 MIN_WORDS = 20  # prose words a passage needs to be asked about
