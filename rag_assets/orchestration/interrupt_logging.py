@@ -19,7 +19,7 @@ import logging
 import dagster as dg
 
 from . import stopping
-from .internals.interrupts import interrupted_run_id
+from .internals.interrupts import ended_by_an_interrupt, interrupted_run_id
 
 LOGGER_NAME = "rag_interrupt"
 MESSAGE = ("stopped by Ctrl-C or SIGTERM: the runs before this one are kept; this run's finished stages are "
@@ -42,6 +42,20 @@ def rag_interrupt_logger(_init_context) -> logging.Logger:
     logger = logging.Logger(LOGGER_NAME, level=logging.DEBUG)
     logger.addHandler(_CancelInterruptedRun())
     return logger
+
+
+def cancel_if_stopped(instance: dg.DagsterInstance, run_id: str) -> None:
+    """After an in-process run of a stopped ingest: a run Dagster ended FAILURE for an interrupt that
+    reached it outside any step (no step failure for this logger to see: Dagster's generators can
+    leave a step's raising handler installed while the executor handles the step's events) is marked
+    CANCELED with MESSAGE, as its interrupted step would have made it. Only when the ingest was told
+    to stop: any other FAILURE stays one."""
+    watch = stopping.active()
+    if watch is None or not watch.requested:
+        return
+    run = instance.get_run_by_id(run_id)
+    if run is not None and run.status == dg.DagsterRunStatus.FAILURE and ended_by_an_interrupt(run):
+        instance.report_run_canceled(run, message=MESSAGE)
 
 
 def interrupt_logging_config() -> dict:

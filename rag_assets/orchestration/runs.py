@@ -64,7 +64,8 @@ from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .fingerprints import stale_now
 from .internals.compute_logs import without_compute_log_capture
-from .interrupt_logging import interrupt_logging_config
+from .internals.interrupts import interrupts_held
+from .interrupt_logging import cancel_if_stopped, interrupt_logging_config
 from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
@@ -185,22 +186,29 @@ def _execute(
     partition_key: str | None = None,
     run_config: dict | None = None,
 ):
-    """One in-process run of these assets. A Ctrl-C that lands while Dagster creates or winds up the
-    run (outside its interrupt handling) raises KeyboardInterrupt here: a run it left unfinished
+    """One in-process run of these assets. Stopped by Ctrl-C or SIGTERM, the run ends CANCELED
+    (interrupt_logging). Without a stop watch, a Ctrl-C that lands while Dagster creates or winds up
+    the run (outside its interrupt handling) raises KeyboardInterrupt here: a run it left unfinished
     is marked canceled."""
     launch = uuid.uuid4().hex
     config = {**(run_config or {}), **_console_logging()}
     config["loggers"] = {**config["loggers"], **interrupt_logging_config()}
+    # under a stop watch (stopping.py), which records every signal, Dagster's interrupt capture is
+    # held around the whole run: a signal during its creation is raised by its first step
+    held = interrupts_held() if stopping.active() is not None else nullcontext()
     try:
-        return _asset_job(corpus).execute_in_process(
-            instance=instance,
-            asset_selection=[a.key for a in selection],
-            partition_key=partition_key,
-            tags={**(tags or {}), **process_tags(), CORPUS_TAG: corpus.corpus.name, LAUNCH_TAG: launch},
-            # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
-            run_config=config,
-            raise_on_error=False,
-        )
+        with held:
+            result = _asset_job(corpus).execute_in_process(
+                instance=instance,
+                asset_selection=[a.key for a in selection],
+                partition_key=partition_key,
+                tags={**(tags or {}), **process_tags(), CORPUS_TAG: corpus.corpus.name, LAUNCH_TAG: launch},
+                # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
+                run_config=config,
+                raise_on_error=False,
+            )
+        cancel_if_stopped(instance, result.run_id)
+        return result
     except KeyboardInterrupt:
         for run in instance.get_runs(filters=dg.RunsFilter(tags={LAUNCH_TAG: launch})):
             if not run.is_finished:

@@ -20,7 +20,8 @@ second one end the process at once. Between runs (the ingest's own code) SIGINT 
 KeyboardInterrupt, as Python's default SIGINT handler does. The run loop (runs.py) starts no run
 once a stop is asked for, and an interrupted run is marked CANCELING before Dagster ends it (its
 `rag_interrupt` logger, interrupt_logging.py), so it ends CANCELED: the user asked for it, it did
-not fail. Its finished stages' records are kept; its documents and those of the runs never started
+not fail (an interrupt Dagster took outside any step, which it ends FAILURE "interrupted
+unexpectedly", is marked CANCELED after the run: interrupt_logging.cancel_if_stopped). Its finished stages' records are kept; its documents and those of the runs never started
 are "not started", and the next `rag ingest` does them.
 
 No Dagster import here: `rag ingest` installs this before importing Dagster.

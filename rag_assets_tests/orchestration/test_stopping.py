@@ -64,6 +64,19 @@ def _wait_for(condition, what: str, proc=None, timeout: float = 300) -> None:
         time.sleep(0.3)
 
 
+def _why(home) -> list[str]:
+    """Each run's status, and a failed one's messages (for an assertion's message)."""
+    with _instance(home) as instance:
+        out = []
+        for run in instance.get_runs():
+            out.append(f"{run.run_id[:8]} {run.status.value}")
+            if run.status == dg.DagsterRunStatus.FAILURE:
+                out += [f"  {r.dagster_event.event_type_value}: {r.dagster_event.message}"
+                        for r in instance.all_logs(run.run_id) if r.dagster_event and r.dagster_event.message
+                        and ("FAILURE" in r.dagster_event.event_type_value or "ENGINE" in r.dagster_event.event_type_value)]
+        return out
+
+
 def _runs(home) -> list[dg.DagsterRun]:
     with _instance(home) as instance:
         return list(instance.get_runs())
@@ -107,7 +120,7 @@ def test_ctrl_c_in_a_terminal_and_sigterm_stop_an_ingest_and_the_next_one_finish
     assert stages.failures() == {}  # nothing marked failed that was not attempted
     runs = _runs(home)
     statuses = [r.status for r in runs]
-    assert dg.DagsterRunStatus.FAILURE not in statuses and dg.DagsterRunStatus.STARTED not in statuses, statuses
+    assert dg.DagsterRunStatus.FAILURE not in statuses and dg.DagsterRunStatus.STARTED not in statuses, _why(home)
     assert statuses.count(dg.DagsterRunStatus.CANCELED) <= 1  # the run Ctrl-C stopped, if one was running
     listed = {c["name"]: c for c in json.loads(rag(env, "corpora", "--json").stdout)["corpora"]}["default"]
     assert listed["last_ingest_outcome"] == "interrupted" and listed["failed"] == 0
@@ -175,7 +188,7 @@ def test_a_stopped_ingest_from_code_raises_keyboard_interrupt_and_leaves_the_pro
     assert summary.documents_processed == len(done)
     assert summary.documents_not_started == summary.documents_discovered - len(done) > 0
     statuses = [r.status for r in _runs(dagster_home)]
-    assert dg.DagsterRunStatus.FAILURE not in statuses and dg.DagsterRunStatus.STARTED not in statuses, statuses
+    assert dg.DagsterRunStatus.FAILURE not in statuses and dg.DagsterRunStatus.STARTED not in statuses, _why(dagster_home)
     assert late == []  # the signal was the ingest's, not the caller's
 
 
