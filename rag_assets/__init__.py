@@ -19,16 +19,24 @@ _LAZY = {
     "RAGContext": "rag_assets.retrieval.context",
     "RetrievalMode": "rag_assets.vocabulary.modes",
     "answer_question": "rag_assets.answering",
+    "RAGService": "rag_assets.answering",
     "Answer": "rag_assets.answer.generation",
     "DocumentChunk": "rag_assets.retrieval.context",
     "IngestionResult": "rag_assets.models",
     "Document": "rag_assets.ingest.documents_from_code",
+    "Source": "rag_assets.answer.generation",
+}
+# the seed contracts' names for ours (docs/api.md, "Seed names and ours")
+_ALIASES = {
+    "RAGResponse": "Answer",
 }
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _ALIASES:
+        return __getattr__(_ALIASES[name])
     raise AttributeError(f"module 'rag_assets' has no attribute {name!r}")
 
 
@@ -39,4 +47,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | {"defs", "MarkdownCorpus"})
 
 
-__all__ = sorted(_LAZY)
+__all__ = sorted({*_LAZY, *_ALIASES})

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rag_assets.answer.generation import MAX_SOURCES, Answer, ChatLLM, answer_from_context, check_chat_settings
 from rag_assets.config import Settings
-from rag_assets.errors import InvalidQueryError
+from rag_assets.errors import EmbeddingError, InvalidQueryError
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
 from rag_assets.vocabulary.modes import RetrievalMode
 
@@ -48,9 +48,11 @@ def answer_question(
     settings (default: the pipeline's, else Settings.from_env()) configure the chat model; the
     pipeline (default: RAGPipeline.from_settings(settings)) does the retrieval. Raises
     ConfigurationError without OPENAI_API_KEY, InvalidQueryError (a ValueError) for an empty or too
-    long question, ValueError for max_sources outside 1..100. A failed search (Chroma unreachable,
-    a retrieval timeout) does not raise: the answer has no sources and an ERROR line is logged. A
-    failing chat model does not raise either: see ``Answer.error``. ``filters``
+    long question, ValueError for max_sources outside 1..100, and EmbeddingError (the seed's
+    EmbeddingFailureError) when the question cannot be embedded after the embedder's retries, as the
+    textbook contract wants. A failed search (Chroma unreachable, a retrieval timeout) does not raise:
+    the answer has no sources and an ERROR line is logged. A failing chat model does not raise either:
+    see ``Answer.error``. ``filters``
     restrict the sources to some documents (rag_assets.retrieval.filters; InvalidFilterError).
     """
     start = time.perf_counter()
@@ -77,12 +79,46 @@ def answer_question(
         context = pipeline.retrieve(request)
     except (InvalidQueryError, ValueError):
         raise  # the caller's mistake, not a failed search
+    except EmbeddingError as exc:  # the textbook contract: an embedding failure raises (after the retries)
+        log.error("embedding the question failed: %s", exc)
+        raise
     except Exception as exc:  # noqa: BLE001 - the textbook service: a failed search is empty sources + ERROR
         log.error("search failed, answering without sources: %s: %s", type(exc).__name__, exc)
         context = empty_context(question if isinstance(question, str) else "", mode, pipeline.settings)
     if selected_text:
         context = with_selection(context, selected_text.strip(), max_sources)
     return answer_from_context(question.strip(), context, settings=settings, llm=llm, start=start)
+
+
+class RAGService:
+    """The textbook service's interface (seed rag-service-interface): one long-lived object that keeps
+    its pipeline (the store and the model, loaded once) and answers
+    ``answer_question(question, chapter_context=None, max_sources=5) -> RAGResponse`` (our Answer).
+
+        service = RAGService()                      # RAG_* and OPENAI_* from the environment
+        response = service.answer_question("How do I stream responses?", "guides/streaming", 5)
+        response.answer, response.sources, response.processing_time_ms, response.tokens_used
+
+    ``pipeline``: a RAGPipeline to answer from (default: one for ``settings``, made at the first
+    question); ``settings``: the chat model's (default: the pipeline's, else Settings.from_env());
+    ``llm``: a ChatLLM to use instead of the configured one. Everything else is answer_question's."""
+
+    def __init__(self, pipeline: "RAGPipeline | None" = None, settings: Settings | None = None,
+                 llm: ChatLLM | None = None):
+        self.pipeline = pipeline
+        self.settings = settings or (pipeline.settings if pipeline is not None else Settings.from_env())
+        self.llm = llm
+
+    def answer_question(self, question: str, chapter_context: str | None = None, max_sources: int = 5,
+                        **options) -> Answer:
+        if self.pipeline is None:
+            if self.llm is None:
+                check_chat_settings(self.settings)  # before the retrieval stack loads
+            from rag_assets.pipeline import RAGPipeline
+
+            self.pipeline = RAGPipeline.from_settings(self.settings)
+        return answer_question(question, chapter_context, max_sources, pipeline=self.pipeline, settings=self.settings,
+                               llm=self.llm, **options)
 
 
 SELECTION_PATH = "(selected text)"

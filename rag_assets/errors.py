@@ -1,4 +1,9 @@
-"""The project's exceptions: each says what went wrong and, where it can, what to change."""
+"""The project's exceptions: each says what went wrong and, where it can, what to change.
+
+The seed contracts' names are here too, as aliases of ours (docs/api.md has the table):
+``EmbeddingFailureError`` is ``EmbeddingError``; ``VectorDBWriteError`` is the store's own write
+failure (a ``VectorDBUnavailableError``, and so a ``ConnectionError``).
+"""
 
 from __future__ import annotations
 
@@ -51,12 +56,24 @@ class StateDatabaseError(RagError):
     the message names the file and what to do."""
 
 
-class VectorDBUnavailableError(RagError):
-    """The vector store (Chroma) cannot be reached or opened."""
+class VectorDBUnavailableError(RagError, ConnectionError):
+    """The vector store (Chroma) cannot be reached or opened. A ConnectionError too (the
+    pipeline-API contract's "database connection failure"): `except ConnectionError` catches it."""
 
 
-class VectorStoreFullError(VectorDBUnavailableError):
+class VectorDBWriteError(VectorDBUnavailableError):
+    """A write to the vector store (an upsert or a delete) failed; a document whose write failed is
+    not indexed at its new version (what was indexed of it before stays)."""
+
+
+class VectorStoreFullError(VectorDBWriteError):
     """The disk under an embedded vector store has too little room for a write: nothing was written."""
+
+
+class DeletionRefusedError(RagError):
+    """The deletion guard kept documents an explicit deletion would have removed together with
+    others that vanished from the docs folder: nothing was removed (the message says why and what
+    to do)."""
 
 
 class DimensionMismatchError(ConfigurationError):
@@ -77,3 +94,7 @@ class InvalidQueryError(RagError, ValueError):
 
 class InvalidFilterError(InvalidQueryError):
     """A retrieval filter names a key no indexed document has, or gives an unusable value."""
+
+
+# The seed contracts' names for the same errors (docs/api.md, "Seed names and ours").
+EmbeddingFailureError = EmbeddingError

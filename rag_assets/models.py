@@ -156,15 +156,20 @@ class IngestSummary:
 class IngestionResult:
     """What RAGPipeline.ingest(documents) did (the rules-bot contract's shape)."""
 
-    job_id: str  # the first Dagster run of this ingest ("" when nothing needed a run)
+    # a UUID string: the first Dagster run of this ingest (look it up in the UI), or a new one when
+    # no run was needed (every document already indexed with this content, or none could be)
+    job_id: str
     documents_processed: int
     documents_failed: int
     embedding_count: int  # embeddings computed (reused ones are not counted)
-    errors: list[dict] = field(default_factory=list)  # {"doc_path", "error"}
+    # one line per failed document: the name the caller gave it (its filename, else its id), then why
+    errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
     doc_paths: list[str] = field(default_factory=list)  # where the documents live in the docs folder
     run_ids: list[str] = field(default_factory=list)
+    document_ids: list[str] = field(default_factory=list)  # the documents' ids, in order (a UUID as its text)
+    failed_ids: list[str] = field(default_factory=list)  # the ids of the documents that failed
 
     @property
     def success(self) -> bool:

@@ -4,7 +4,7 @@
     pipeline = RAGPipeline.from_settings()
     ctx = pipeline.retrieve(RetrieveRequest("How do I stream responses?", context_key="chan:user"))
 
-Contract (after ../seeds rag-pipeline-contract, adapted to this project):
+Contract (the rag-pipeline contract callers wrote; docs/api.md maps its names to ours):
 
 - ``document_chunks`` holds at most ``max_chunks`` chunks: the best ``max_chunks`` of the mode's
   ranking (hybrid by default), presented sorted by ``relevance_score`` descending; ``relevance_scores``
@@ -40,6 +40,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import logging
+import numbers
 import statistics
 import time
 import uuid
@@ -109,19 +110,24 @@ class RAGPipeline:
         validate_top_k(top_k)
         return self._guard(self.retriever.search, query, mode, top_k, filters)
 
-    def retrieve(self, request: RetrieveRequest) -> RAGContext:
+    def retrieve(self, request: RetrieveRequest | str | None = None, context_key: str | None = None, *,
+                 query: str | None = None, **options: Any) -> RAGContext:
+        """``retrieve(RetrieveRequest(...))``, or the rules-bot contract's call
+        ``retrieve(query, context_key)`` (positional or by name; RetrieveRequest's other fields by name:
+        ``max_chunks``, ``min_relevance``, ``mode``, ``filters``, ``prefer``, ``fusion``)."""
+        request = _request(request, context_key, query, options)
         start = time.perf_counter()
         query = validate_query(request.query, self.settings.max_query_chars)
+        ranking = self.retriever.ranking_for(request.mode, request.fusion)  # ValueError for an unknown fusion
         mode = RetrievalMode.parse(request.mode, self.settings.retrieval_mode)
         validate_top_k(request.max_chunks, name="max_chunks")
-        min_relevance = self.settings.min_relevance if request.min_relevance is None else float(request.min_relevance)
-        if not -1.0 <= min_relevance <= 1.0:
-            raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {min_relevance}")
+        min_relevance = _min_relevance(request.min_relevance, self.settings.min_relevance)
 
         filters = Filters.parse(request.filters)
         generation = current_generation(self.settings)
         prefer = (request.prefer or "").strip().strip("/") or None
-        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance, filters, prefer)
+        fusion = ranking.fusion.value if mode is RetrievalMode.HYBRID else None
+        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance, filters, prefer, fusion)
         hit = self._cache.get(key, generation)
         if hit is not None:
             return dataclasses.replace(
@@ -129,7 +135,8 @@ class RAGPipeline:
             )
 
         depth = max(int(request.max_chunks), RANKING_FLOOR)
-        retrieval, ranked = self._guard(self._ranked, query, mode, depth, filters, prefer, int(request.max_chunks))
+        retrieval, ranked = self._guard(self._ranked, query, mode, depth, filters, prefer, int(request.max_chunks),
+                                        fusion)
         candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[: int(request.max_chunks)], 1)]
         head = [r.relevance or 0.0 for r in ranked[:GATE_HEAD]]
         avg = statistics.fmean(head) if head else 0.0
@@ -179,6 +186,7 @@ class RAGPipeline:
         if wants_answer:
             check_chat_settings(self.settings)  # ConfigurationError naming OPENAI_API_KEY
         validate_top_k(top_k)
+        fusion = self.retriever.ranking_for(method).fusion  # "rrf" is hybrid fused by RRF, whatever RAG_FUSION says
         method = RetrievalMode.parse(method, self.settings.retrieval_mode)  # ValueError for an unknown method
         unknown = set(kwargs) - {"context_key", "min_relevance", "filters"}
         if unknown:
@@ -191,6 +199,7 @@ class RAGPipeline:
                 min_relevance=kwargs.get("min_relevance"),
                 mode=method,
                 filters=kwargs.get("filters"),
+                fusion=fusion.value,
             )
         )
         sources: list[str] = []
@@ -213,6 +222,7 @@ class RAGPipeline:
             "contexts": [c.context or c.text for c in context.document_chunks],
             "metadata": {
                 "retrieval_method": context.mode,
+                "fusion": fusion.value if method is RetrievalMode.HYBRID else None,  # hybrid: convex or rrf
                 "context_count": context.total_chunks,
                 "sources": sources,
                 "execution_time_ms": (time.perf_counter() - start) * 1000,
@@ -233,23 +243,46 @@ class RAGPipeline:
     # -- documents from code (rag_assets.ingest.documents_from_code) -----------------------------
     def ingest(self, documents) -> IngestionResult:
         """Index documents handed over from code; they take the same road as files (a file each in
-        the docs folder's `_from_code/`, then the Dagster runs of `rag ingest`). A document: an
-        id (or filename), markdown content and metadata (frontmatter). ValueError for an empty list
-        or a document without content; re-ingesting an id with new content replaces it."""
+        the docs folder's `_from_code/`, then one Dagster run over them, as `rag ingest-doc` does).
+
+        A document: our ``Document``, a mapping, a dataclass (the rules-bot contract's
+        ``RuleDocument``) or a pydantic model, with ``content`` (markdown), ``metadata``
+        (frontmatter) and an id: ``document_id``, ``id`` or ``doc_id`` (a string or a UUID), else its
+        ``filename``. Chunks carry the id as ``document_id``; ``delete_documents`` takes it back.
+        Re-ingesting an id with new content replaces its chunks.
+
+        ValueError, before anything is written, for an empty list, a document without content or id,
+        an id twice, an id too long for a file name, metadata YAML cannot hold (naming the key). A
+        document that cannot be indexed (over RAG_MAX_FILE_BYTES, missing RAG_REQUIRED_METADATA,
+        failing in its run) is counted in ``documents_failed``, named in ``errors`` and leaves nothing
+        behind; the others are indexed."""
         from rag_assets.orchestration.code_documents import ingest_documents
 
         return ingest_documents(self.settings, documents)
 
     def load_documents(self, documents, batch_size: int = 100) -> dict[str, Any]:
         """The pipeline-API contract's load: ingest() in batches of batch_size; a failing batch
-        does not stop the next."""
+        does not stop the next. A document with empty content is skipped with a WARNING and counted
+        as failed (the contract's text); when no document has content, ValueError (its test)."""
         from rag_assets.ingest.documents_from_code import validate
 
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        docs = validate(documents)
+        if documents is None or isinstance(documents, (str, bytes, dict)):
+            raise ValueError("documents are required: a non-empty list of documents")
+        documents = list(documents)
+        if not documents:
+            raise ValueError("documents are required: the list is empty")
         start = time.perf_counter()
-        totals = {"documents_loaded": 0, "documents_failed": 0, "embeddings_generated": 0, "errors": []}
+        empty = [i for i, raw in enumerate(documents) if _empty_content(raw)]
+        if len(empty) == len(documents):
+            raise ValueError("content is required: every document is empty (non-empty markdown text)")
+        errors = [f"document {i}: content is required (non-empty markdown text); skipped" for i in empty]
+        for line in errors:
+            log.warning("%s", line)
+        skipped = set(empty)
+        docs = validate([raw for i, raw in enumerate(documents) if i not in skipped])
+        totals = {"documents_loaded": 0, "documents_failed": len(empty), "embeddings_generated": 0, "errors": errors}
         for i in range(0, len(docs), batch_size):
             batch = docs[i:i + batch_size]
             try:
@@ -257,7 +290,7 @@ class RAGPipeline:
             except Exception as exc:  # noqa: BLE001 - the next batch still runs
                 log.error("batch %d failed: %s", i // batch_size + 1, exc)
                 totals["documents_failed"] += len(batch)
-                totals["errors"].append({"batch": i // batch_size + 1, "error": str(exc)})
+                totals["errors"].append(f"batch {i // batch_size + 1}: {type(exc).__name__}: {exc}")
                 continue
             totals["documents_loaded"] += len(batch) - result.documents_failed
             totals["documents_failed"] += result.documents_failed
@@ -267,7 +300,10 @@ class RAGPipeline:
                 "execution_time_ms": (time.perf_counter() - start) * 1000}
 
     def delete_documents(self, ids) -> dict[str, Any]:
-        """Remove documents ingested from code (by id): their files, then their chunks."""
+        """Remove documents ingested from code, by the ids they were ingested with (strings or UUIDs):
+        their files, then their chunks, in one catalog run. An explicit deletion is done however many
+        documents it removes; DeletionRefusedError when other documents vanished from the folder too
+        and the deletion guard keeps them (then nothing is deleted)."""
         from rag_assets.orchestration.code_documents import delete_documents
 
         return delete_documents(self.settings, ids)
@@ -299,10 +335,11 @@ class RAGPipeline:
         return vectors.tolist()
 
     # ------------------------------------------------------------------------------------------
-    def _ranked(self, query: str, mode: RetrievalMode, depth: int, filters, prefer: str | None, max_chunks: int):
+    def _ranked(self, query: str, mode: RetrievalMode, depth: int, filters, prefer: str | None, max_chunks: int,
+                fusion: str | None = None):
         """(the retrieval, its ranking after the reader's preference), the first max_chunks results with
         their context (RAG_CONTEXT_TOKENS): only the ones that can be handed on are given one."""
-        retrieval = self.retriever.retrieve(query, mode, depth, filters, context_tokens=0)
+        retrieval = self.retriever.retrieve(query, mode, depth, filters, context_tokens=0, fusion=fusion)
         ranked = prefer_place(retrieval.results, prefer) if prefer else retrieval.results
         self.retriever.add_context(ranked[:max_chunks], generation=retrieval.generation)
         return retrieval, ranked
@@ -340,13 +377,46 @@ def prefer_place(results: list[SearchResult], place: str, places: int = PREFEREN
     return [r for _, _, r in sorted(keyed, key=lambda t: (t[0], t[1]))]
 
 
+def _request(request, context_key, query, options: dict[str, Any]) -> RetrieveRequest:
+    """The RetrieveRequest of either call form (TypeError for arguments neither form takes)."""
+    if isinstance(request, RetrieveRequest):
+        if context_key is not None or query is not None or options:
+            raise TypeError("retrieve(RetrieveRequest) takes no other arguments: put them in the request")
+        return request
+    if request is not None and query is not None:
+        raise TypeError("retrieve() got the query twice (positionally and as query=)")
+    unknown = set(options) - {f.name for f in dataclasses.fields(RetrieveRequest)} - {"query", "context_key"}
+    if unknown:
+        raise TypeError(f"retrieve() got unexpected arguments: {', '.join(sorted(unknown))}")
+    return RetrieveRequest(query=request if request is not None else query, context_key=context_key, **options)
+
+
+def _min_relevance(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not -1.0 <= float(value) <= 1.0:
+        raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {value!r}")
+    return float(value)
+
+
+def _empty_content(raw: Any) -> bool:
+    """A document whose content is missing or blank (load_documents skips it)."""
+    from rag_assets.ingest.documents_from_code import Document, fields_of
+
+    fields = {"content": raw.content} if isinstance(raw, Document) else fields_of(raw)
+    if fields is None:
+        return False  # not a document at all: validate() names it
+    content = next((fields.get(k) for k in ("content", "page_content", "text") if fields.get(k) is not None), None)
+    return isinstance(content, str) and not content.strip() or content is None
+
+
 def _to_chunk(result: SearchResult, rank: int) -> DocumentChunk:
     meta = {k: v for k, v in result.metadata.items() if k not in _INTERNAL_KEYS}
     if result.section:
         meta.setdefault("section", result.section)
     return DocumentChunk(
         chunk_id=result.chunk_id,
-        document_id=result.doc_path,
+        document_id=str(meta.get("document_id") or result.doc_path),
         doc_path=result.doc_path,
         text=result.text,
         metadata=meta,

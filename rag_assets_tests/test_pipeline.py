@@ -115,6 +115,18 @@ def test_invalid_queries(pipeline, bad):
         pipeline.query(bad)
 
 
+def test_the_query_limit_is_2000_characters_and_a_setting_takes_it_to_the_seeds_10000(built):
+    """The pipeline-API seed allows 10,000 characters, the rules-bot seed 2,000: 2,000 by default
+    (docs/api.md says why), RAG_MAX_QUERY_CHARS=10000 for a caller that wants the other."""
+    long_query = ("How do I stream responses with server-sent events? " * 200)[:9_990].rstrip()
+    long_query += "?" * (10_000 - len(long_query))
+    with pytest.raises(InvalidQueryError, match="10000 characters, the limit is 2000"):
+        RAGPipeline.from_settings(built[1]).retrieve(RetrieveRequest(long_query))
+    wide = RAGPipeline.from_settings(Settings.from_env({**built[0], "RAG_MAX_QUERY_CHARS": "10000"}))
+    ctx = wide.retrieve(RetrieveRequest(long_query, min_relevance=-1.0))
+    assert ctx.document_chunks[0].doc_path == "guide/streaming.md"
+
+
 def test_zero_width_characters_are_dropped_from_a_visible_query(pipeline):
     hidden = pipeline.search("\u200bgrading\u200b results\ufeff", "keyword", 2)
     assert [r.chunk_id for r in hidden] == [r.chunk_id for r in pipeline.search("grading results", "keyword", 2)]
@@ -152,6 +164,60 @@ def test_unreachable_store_raises(tmp_path):
     settings = Settings.from_env({}, chroma_host="127.0.0.1", chroma_port=9, state_dir=tmp_path, cache_dir=tmp_path)
     with pytest.raises(VectorDBUnavailableError):
         RAGPipeline.from_settings(settings)
+    with pytest.raises(ConnectionError):  # the pipeline-API contract's "database connection failure"
+        RAGPipeline.from_settings(settings)
+
+
+def test_the_seed_contracts_names_are_ours():
+    import rag_assets
+    from rag_assets import errors
+
+    assert issubclass(errors.VectorDBUnavailableError, ConnectionError)
+    assert errors.EmbeddingFailureError is errors.EmbeddingError
+    assert issubclass(errors.VectorDBWriteError, errors.VectorDBUnavailableError)
+    assert issubclass(errors.VectorStoreFullError, errors.VectorDBWriteError)
+    assert rag_assets.RAGResponse is rag_assets.Answer and "RAGResponse" in rag_assets.__all__
+
+
+def test_rrf_asked_for_is_rrf(pipeline):
+    """Issue 35 item 5: method="rrf" ran the configured convex fusion, silently."""
+    question = "How can I create multiple test cases?"
+    assert pipeline.settings.fusion == "convex"
+    rrf = {r.chunk_id: r.score for r in pipeline.retriever.search(question, "hybrid", 4, fusion="rrf")}
+    convex = {r.chunk_id: r.score for r in pipeline.retriever.search(question, "hybrid", 4)}
+    assert rrf != convex
+    assert pipeline.retriever.search(question, "rrf", 4)[0].score == max(rrf.values())
+    ctx = pipeline.retrieve(RetrieveRequest(question, max_chunks=4, mode="rrf", min_relevance=-1.0))
+    assert ctx.mode == "hybrid" and {c.chunk_id: c.retrieval_score for c in ctx.document_chunks} == rrf
+    out = pipeline.query(question, method="rrf", top_k=4, min_relevance=-1.0)
+    assert out["metadata"]["fusion"] == "rrf" and set(out["metadata"]["chunk_ids"]) == set(rrf)
+    assert pipeline.query(question, method="hybrid", top_k=4)["metadata"]["fusion"] == "convex"
+    with pytest.raises(ValueError, match="fusion"):
+        pipeline.retrieve(RetrieveRequest(question, fusion="borda"))
+
+
+def test_tags_come_back_as_a_list(pipeline):
+    """Issue 35 item 5: tags came back as one comma-joined string (Chroma stores them so)."""
+    ctx = pipeline.retrieve(RetrieveRequest("How can I create multiple test cases?", max_chunks=1))
+    assert ctx.document_chunks[0].metadata["tags"] == ["eval", "testing"]
+    hit = pipeline.search("grading results on a scale", "keyword", 1)[0]
+    assert hit.doc_path == "guide/evaluation.md" and hit.metadata["tags"] == ["eval", "testing"]
+    assert pipeline.search("server-sent events", "keyword", 1)[0].metadata["tags"] == []
+
+
+def test_retrieve_takes_the_rules_bot_call_form_too(pipeline):
+    by_name = pipeline.retrieve(query="How do I stream responses?", context_key="chan:9", max_chunks=2,
+                                min_relevance=-1.0)
+    assert pipeline.retrieve("How do I stream responses?", "chan:9", max_chunks=2, min_relevance=-1.0).cached
+    assert pipeline.retrieve(RetrieveRequest("How do I stream responses?", "chan:9", max_chunks=2,
+                                             min_relevance=-1.0)).cached
+    assert by_name.document_chunks and by_name.total_chunks <= 2
+    with pytest.raises(TypeError, match="unexpected"):
+        pipeline.retrieve("streaming", "chan:9", top_k=3)
+    with pytest.raises(TypeError, match="twice"):
+        pipeline.retrieve("streaming", query="streaming")
+    with pytest.raises(InvalidQueryError, match="required"):
+        pipeline.retrieve(context_key="chan:9")
 
 
 def test_package_exports():
@@ -240,3 +306,104 @@ def test_every_chunk_of_the_bundled_corpus_carries_source_doc_type_and_date(bund
     for meta in metas:
         assert meta["source"] and meta["doc_type"], meta["doc_path"]
         dt.date.fromisoformat(meta["last_update_date"])
+
+
+# -- the rules-bot contract (seed rag-pipeline-contract), run as it is written ---------------------
+from dataclasses import dataclass  # noqa: E402
+from typing import Any, Dict  # noqa: E402
+from uuid import UUID, uuid4  # noqa: E402
+
+
+@dataclass
+class RuleDocument:  # the contract's input type, unchanged
+    document_id: UUID
+    filename: str
+    content: str  # Full markdown
+    metadata: Dict[str, Any]
+
+
+PHASES = """# Phases
+
+## Movement Phase
+
+During the movement phase you can move each of your operatives up to its move characteristic. What you
+can do during movement: a normal move, a dash, a fall back, or a charge into an enemy.
+
+### Normal move
+
+A normal move lets an operative move up to its move characteristic in inches, around terrain.
+
+### Dash
+
+A dash lets an operative move up to three more inches during the movement phase instead of shooting.
+
+### Fall back
+
+An operative within engagement range of an enemy can fall back during movement, moving away from it.
+
+## Shooting Phase
+
+In the shooting phase an operative that has not dashed may shoot at a visible enemy within range.
+"""
+WEAPONS = """# Weapon rules
+
+## Lethal
+
+A weapon with lethal x scores a critical hit on an unmodified roll of x or more.
+"""
+META = {"source": "Core Rules v3.1", "doc_type": "core-rules", "last_update_date": "2025-01-15"}
+
+
+def test_the_rules_bot_contract_runs_unchanged_against_the_pipeline(rag_env, dagster_home):
+    import shutil
+
+    shutil.rmtree(rag_env / "docs")  # the bot's index holds its rules only
+    (rag_env / "docs").mkdir()
+    pipeline = RAGPipeline.from_settings()
+    phases = RuleDocument(document_id=uuid4(), filename="rules-1-phases.md", content=PHASES, metadata=dict(META))
+    weapons = RuleDocument(document_id=uuid4(), filename="weapon-rules.md", content=WEAPONS, metadata=dict(META))
+    result = pipeline.ingest([phases, weapons])
+    assert (result.documents_processed, result.documents_failed, result.errors) == (2, 0, [])
+    assert len(result.run_ids) == 1 and UUID(result.job_id)  # one Dagster run for both documents
+    assert result.document_ids == [str(phases.document_id), str(weapons.document_id)]
+
+    # its call form, by name and by position
+    ctx = pipeline.retrieve(query="What can I do during movement?", context_key="test:user1")
+    assert ctx.meets_threshold and len(ctx.document_chunks) >= 1
+    top = ctx.document_chunks[0]
+    assert top.metadata["section"] == "Movement Phase"
+    assert top.document_id == str(phases.document_id)  # the caller's id, not a path
+    assert top.metadata["filename"] == "rules-1-phases.md" and top.metadata["doc_type"] == "core-rules"
+    assert pipeline.retrieve("What can I do during movement?", "test:user1").cached
+    with pytest.raises(TypeError):
+        pipeline.retrieve(RetrieveRequest("movement"), context_key="test:user1")
+
+    def vectors(document_id):
+        return [cid for cid, _text, meta in pipeline.retriever.store.iter_all()
+                if meta.get("document_id") == str(document_id)]
+
+    # Contract Test 5: Ingest Idempotency
+    old = set(vectors(phases.document_id))
+    assert old
+    updated = RuleDocument(document_id=phases.document_id, filename="rules-1-phases.md",
+                           content=PHASES.replace("# Phases", "# Phases (v3.2)", 1),  # every chunk's text changes
+                           metadata=dict(META))
+    again = pipeline.ingest([updated])
+    new = set(vectors(phases.document_id))
+    assert not old & new  # old embeddings removed
+    assert new  # new embeddings created
+    assert again.documents_processed == 1
+    assert again.documents_failed == 0
+    assert len(again.run_ids) == 1
+
+    # the same document again: nothing to run, and the result says so (errors are lines, job_id a UUID)
+    same = pipeline.ingest([weapons])
+    assert (same.run_ids, same.documents_processed, same.errors) == ([], 0, [])
+    assert UUID(same.job_id) and same.warnings == ["1 document(s) were already indexed with this content: nothing to do"]
+
+    # delete_documents by the caller's UUID removes the vectors
+    deleted = pipeline.delete_documents([phases.document_id])
+    assert deleted["doc_paths"] == [f"_from_code/{phases.document_id}.md"] and deleted["documents_deleted"] == 1
+    assert vectors(phases.document_id) == [] and vectors(weapons.document_id)
+    after = RAGPipeline.from_settings().retrieve(query="What can I do during movement?", context_key="test:user2")
+    assert all(c.document_id != str(phases.document_id) for c in after.document_chunks)

@@ -6,7 +6,7 @@
     result.sources[0].doc_path               # what [Source 1] refers to
     result.cited()                           # the sources the answer cites, in citation order
 
-Contract (after ../seeds rag-service-interface, adapted to this project):
+Contract (the rag-service-interface contract callers wrote; docs/api.md maps its names to ours):
 
 - Retrieval: ``RAGPipeline.retrieve`` in hybrid mode with the RAG_MIN_RELEVANCE threshold, at most
   ``max_sources`` chunks. ``sources`` are ordered best first (relevance descending); ``[Source N]``

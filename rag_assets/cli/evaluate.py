@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, jsonable, valid_count
+from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, UsageError, finite, jsonable, valid_count
 from rag_assets.errors import ConfigurationError
 from rag_assets.vocabulary.modes import RetrievalMode
 
@@ -62,9 +62,7 @@ def run(args) -> int:
     for path in args.eval_set or []:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such eval set: {path}")
-    against = _load_against(args.against) if args.against else None
-    if args.against and against is None:
-        return EXIT_USAGE
+    against = _load_against(args.against) if args.against else None  # UsageError before anything runs
     from rag_assets.orchestration.runs import corpus_definitions
 
     outcome = evaluate(args.eval_set, args.top_k or None, corpus=corpus_definitions(args.corpus.name))
@@ -95,7 +93,7 @@ def run(args) -> int:
         if extra:
             payload["synthetic"] = {"metrics": extra.get("modes", {}), "eval_set": extra.get("eval_set", {}),
                                     "questions": extra.get("questions"), "rows_path": outcome.synthetic_rows_path}
-        print(json.dumps(payload, indent=2, default=jsonable, ensure_ascii=False))
+        print(json.dumps(finite(payload), indent=2, default=jsonable, ensure_ascii=False, allow_nan=False))
     else:
         _print_scores(outcome.summary, outcome.rows_path, outcome.run_id)
         if compared is not None:
@@ -177,20 +175,35 @@ def _print_moves(title: str, by_mode: dict, names: list[str]) -> None:
 
 
 def _load_against(path: str):
-    """An earlier run's per-question rows for --against, or None (the reason printed, naming the file)."""
+    """An earlier run's per-question rows for --against, checked whole before the evaluation runs:
+    UsageError naming the file (and the column) when it is not a saved evaluation run."""
+    import numpy as np
     import pandas as pd
 
     from rag_assets.evaluation.confidence import QUESTION_KEY
+    from rag_assets.evaluation.metrics import KS
+    from rag_assets.evaluation.runner import interval_metrics
+
+    def refuse(why: str) -> UsageError:
+        return UsageError(f"--against {path}: not a saved evaluation run (an eval-*.parquet under "
+                          f"RAG_EVAL_RESULTS_DIR): {why}")
 
     try:
         rows = pd.read_parquet(path)
     except (OSError, ValueError) as exc:
-        print(f"rag: --against {path}: not a saved evaluation run (an eval-*.parquet): {exc}", file=sys.stderr)
-        return None
+        raise refuse(f"cannot be read as parquet ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
     missing = [c for c in QUESTION_KEY if c not in rows]
     if missing:
-        print(f"rag: --against {path}: no {', '.join(missing)} column: not a saved evaluation run", file=sys.stderr)
-        return None
+        raise refuse(f"no {', '.join(missing)} column")
+    for key in QUESTION_KEY:  # compared as text with this run's (a crafted file may hold numbers)
+        rows[key] = rows[key].astype(str)
+    for metric in (m for m in interval_metrics(KS) if m in rows):
+        values = pd.to_numeric(rows[metric], errors="coerce")
+        if values.isna().sum() > rows[metric].isna().sum():
+            raise refuse(f"column {metric} holds values that are not numbers")
+        if np.isinf(values.to_numpy(dtype=float)).any():
+            raise refuse(f"column {metric} holds infinite values")
+        rows[metric] = values.astype(float)
     return rows
 
 

@@ -1,6 +1,8 @@
 """`rag query`/`rag ask` filter flags -> the filters mapping of rag_assets.retrieval.filters.
 
-Repeating a flag (or a `--where` key) accepts any of its values; different keys must all hold."""
+Repeating a flag (or a `--where` key) accepts any of its values; different keys must all hold. Values
+are handed on as typed; rag_assets.retrieval.filters.normalise compares them as it compares the API's
+(`--where level=2.0` is `{"level": 2.0}`, `--where draft=True` is `{"draft": True}`)."""
 
 from __future__ import annotations
 

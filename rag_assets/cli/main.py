@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from rag_assets.cli import ask, corpora, evaluate, ingest, query, ui, watch
-from rag_assets.cli.common import EXIT_PARTIAL, EXIT_USAGE
+from rag_assets.cli.common import EXIT_PARTIAL, EXIT_USAGE, UsageError
 from rag_assets.cli.process_exit import exit_process
 from rag_assets.config import apply_offline_defaults
 from rag_assets.errors import ConfigurationError, RagError
@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return {"corpora": corpora.run_corpora, "ingest": ingest.run_ingest, "ingest-doc": ingest.run_ingest_doc,
                 "query": query.run, "evaluate": evaluate.run, "ask": ask.run, "ui": ui.run,
                 "watch": watch.run}[args.command](args)
+    except UsageError as exc:
+        return _fail(args, str(exc), EXIT_USAGE, debug)
     except (ConfigurationError, FileNotFoundError) as exc:
         return _fail(args, f"configuration error: {_message(exc)}", EXIT_USAGE, debug)
     except RagError as exc:

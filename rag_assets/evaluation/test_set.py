@@ -110,8 +110,24 @@ def _question(item: Any, index: int) -> TestSetQuestion:
         expected_modules=_strings(item, "expected_modules"),
         expected_keywords=_strings(item, "expected_keywords"),
         selected_text=selected.strip(),
-        expected_refuse=bool(item.get("expected_refuse", False)),
+        expected_refuse=_flag(item, "expected_refuse"),
     )
+
+
+_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0", ""}
+
+
+def _flag(item: dict, key: str) -> bool:
+    """A true/false field: a JSON boolean, or its spelling as text or 0/1 ("false" is false; anything
+    else is an error naming the field, not a guess)."""
+    value = item.get(key, False)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{key!r} must be true or false, got {value!r}")
 
 
 def module_of(result) -> str:

@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rag_assets.errors import ConfigurationError, DimensionMismatchError, VectorDBUnavailableError, VectorStoreFullError
+from rag_assets.errors import (ConfigurationError, DimensionMismatchError, VectorDBUnavailableError, VectorDBWriteError,
+                               VectorStoreFullError)
 from rag_assets.models import Chunk
 from rag_assets.process_start import start_quietly
 
@@ -196,7 +197,7 @@ class ChromaStore:
         self.ensure_room(len(ids), sum(len(t) for t in texts) + sum(len(str(m)) for m in metas), len(stale))
         for start in range(0, len(ids), _WRITE_BATCH):
             end = start + _WRITE_BATCH
-            self._call(self._collection.upsert, ids=ids[start:end], embeddings=np.stack(vecs[start:end]),
+            self._write(self._collection.upsert, ids=ids[start:end], embeddings=np.stack(vecs[start:end]),
                        documents=texts[start:end], metadatas=metas[start:end])
         self.delete_ids(stale)
         return results
@@ -237,7 +238,7 @@ class ChromaStore:
     def delete_ids(self, ids: Sequence[str]) -> None:
         ids = list(ids)
         for start in range(0, len(ids), _WRITE_BATCH):
-            self._call(self._collection.delete, ids=ids[start : start + _WRITE_BATCH])
+            self._write(self._collection.delete, ids=ids[start : start + _WRITE_BATCH])
 
     # reads --------------------------------------------------------------------------------
     def ids_of(self, doc_paths: Sequence[str]) -> dict[str, set[str]]:
@@ -336,6 +337,15 @@ class ChromaStore:
         close = getattr(self._client, "close", None)
         if close is not None:
             close()
+
+    def _write(self, fn, **kwargs):
+        """_call for an upsert or a delete: the store failing it is a VectorDBWriteError."""
+        try:
+            return self._call(fn, **kwargs)
+        except VectorDBWriteError:
+            raise
+        except VectorDBUnavailableError as exc:
+            raise VectorDBWriteError(f"write failed: {exc}") from exc.__cause__
 
     def _call(self, fn, **kwargs):
         try:

@@ -263,6 +263,16 @@ class StageStore:
         with self.db.write() as conn:
             conn.execute(_REFRESH_CATALOG_ROW, rows)
 
+    def add_to_catalog(self, refs: Sequence[DocumentRef]) -> None:
+        """Record new documents in the stored catalog (an ingest that registered them without a
+        catalog run: new files are all that changed); a row already there for a path is replaced."""
+        if not refs:
+            return
+        with self.db.write() as conn:
+            for part in _chunks([r.doc_path for r in refs]):
+                conn.execute(catalog_documents.delete().where(catalog_documents.c.doc_path.in_(part)))
+            conn.execute(catalog_documents.insert(), [asdict(r) for r in refs])
+
     def forget_fingerprints(self, doc_paths: Sequence[str]) -> None:
         """Make the next look hash these files again even if their size, mtime and inode did not
         move (`rag ingest-doc --force`: a tool that keeps mtimes, `cp -p`, a restored backup)."""

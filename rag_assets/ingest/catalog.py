@@ -86,6 +86,21 @@ def catalog_run_needed(stored: Catalog | None, seen: Catalog) -> bool:
     return sorted((e.path, e.reason) for e in stored.errors) != sorted((e.path, e.reason) for e in seen.errors)
 
 
+def only_added(stored: Catalog | None, seen: Catalog, wanted: Collection[str]) -> list[DocumentRef] | None:
+    """The documents of `wanted` that are new to the stored catalog, when they are all the folder
+    changed (nothing vanished, the same unreadable files): what an ingest of those paths may register
+    itself, without a catalog run. None when anything else changed (the catalog run decides)."""
+    if stored is None or stored.docs_dir != seen.docs_dir:
+        return None
+    before = {d.doc_path for d in stored.documents}
+    now = {d.doc_path for d in seen.documents}
+    if not before <= now or sorted((e.path, e.reason) for e in stored.errors) != sorted(
+            (e.path, e.reason) for e in seen.errors):
+        return None
+    added = [d for d in seen.documents if d.doc_path not in before]
+    return added if all(d.doc_path in wanted for d in added) else None
+
+
 def content_changed(stored: Catalog, refs: Sequence[DocumentRef]) -> list[DocumentRef]:
     """The refs that are new to the stored catalog or whose content (or partition) is not its."""
     before = {d.doc_path: (d.partition_key, d.content_hash) for d in stored.documents}

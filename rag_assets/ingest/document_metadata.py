@@ -4,7 +4,9 @@ and `last_update_date`, plus the ingestion contract's `sidebar_label`, `sidebar_
 
 - `source`: the frontmatter's, else the document's title.
 - `doc_type`: the frontmatter's, else RAG_DEFAULT_DOC_TYPE, else the document's first folder
-  (`faq/billing.md` -> `faq`), else `document`.
+  (`faq/billing.md` -> `faq`), else `document`. Inside the folder of documents from code
+  (RAG_CODE_DOCUMENTS_FOLDER, `_from_code/`) the folder under it counts (`_from_code/faq/x.md` ->
+  `faq`, `_from_code/x.md` -> `document`): that folder is where they are kept, not what they are.
 - `last_update_date` (an ISO date): the frontmatter's, else the date of the file's last git commit
   when the docs folder is in a git work tree (one `git log` for the whole folder, not one per file),
   else the file's modification date (UTC).
@@ -45,6 +47,7 @@ from rag_assets.models import DocumentRef, ParsedDocument
 
 GUARANTEED = ("source", "doc_type", "last_update_date")
 DEFAULT_DOC_TYPE = "document"
+DEFAULT_CODE_FOLDER = "_from_code"
 log = logging.getLogger(__name__)
 # A date, optionally with a time and a zone (YAML leaves "2024-01-05 10:00:00 +0100" a string).
 _DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?[ \t]*(?:Z|[A-Z]{2,5}|[+-]\d{2}(?::?\d{2})?)?")
@@ -56,11 +59,13 @@ class MetadataPolicy:
     default_doc_type: str = ""
     required: tuple[str, ...] = ()
     doc_types: tuple[str, ...] = ()
+    code_folder: str = DEFAULT_CODE_FOLDER  # RAG_CODE_DOCUMENTS_FOLDER: where documents from code are kept
 
     @classmethod
     def from_settings(cls, settings) -> "MetadataPolicy":
         split = lambda raw: tuple(v.strip() for v in (raw or "").split(",") if v.strip())  # noqa: E731
-        return cls(settings.default_doc_type.strip(), split(settings.required_metadata), split(settings.doc_types))
+        return cls(settings.default_doc_type.strip(), split(settings.required_metadata), split(settings.doc_types),
+                   settings.code_documents_folder.strip().strip("/"))
 
     @property
     def fingerprint(self) -> str:
@@ -68,7 +73,18 @@ class MetadataPolicy:
         MDX renderer (rag_assets.ingest.mdx), whose output is the parsed body."""
         from rag_assets.ingest.mdx import RENDER_VERSION
 
-        return f"meta-v2:{RENDER_VERSION}:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}"
+        # the code folder only when it is not the default: indexes made before it counted are not re-parsed
+        # (a document from code written before carries no document_id: re-ingesting it re-parses it anyway)
+        folder = f":{self.code_folder}" if self.code_folder != DEFAULT_CODE_FOLDER else ""
+        return f"meta-v2:{RENDER_VERSION}:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}{folder}"
+
+    def folder_doc_type(self, doc_path: str) -> str:
+        """The doc_type a document's place gives it: its first folder (under the folder of documents
+        from code, the one below that), else `document`."""
+        parts = doc_path.split("/")
+        if self.code_folder and len(parts) > 1 and parts[0] == self.code_folder:
+            parts = parts[1:]
+        return parts[0] if len(parts) > 1 else DEFAULT_DOC_TYPE
 
 
 def _iso_date(value) -> str | None:
@@ -175,11 +191,16 @@ def file_date(ref: DocumentRef) -> str:
     return dt.datetime.fromtimestamp(mtime, dt.timezone.utc).date().isoformat()
 
 
-def complete(doc: ParsedDocument, ref: DocumentRef, policy: MetadataPolicy,
-             warnings: list[str] | None = None) -> ParsedDocument:
+def complete(doc: ParsedDocument, ref: DocumentRef | None, policy: MetadataPolicy,
+             warnings: list[str] | None = None, *, undated: str | None = None) -> ParsedDocument:
     """The document with the guaranteed fields filled in, or InvalidDocumentError naming what a
     requirement finds missing or not allowed. Values that cannot be used are replaced or dropped with
-    a warning (the module docstring), logged and added to `warnings`."""
+    a warning (the module docstring), logged and added to `warnings`. `undated`: the date a document
+    without a usable one gets (None: its file's, from `ref`), for a check before its file is written."""
+
+    def own_date() -> str:
+        return undated if undated is not None else file_date(ref)
+
     meta = dict(doc.metadata)
     for key in [k for k in meta if not _storable_key(str(k))]:
         del meta[key]
@@ -188,30 +209,29 @@ def complete(doc: ParsedDocument, ref: DocumentRef, policy: MetadataPolicy,
     given = {key for key in GUARANTEED if meta.get(key) not in (None, "")}
     missing = [key for key in policy.required if key not in given and key not in _present(doc, key)]
     if missing:
-        raise InvalidDocumentError(ref.doc_path, f"missing required metadata {', '.join(map(repr, missing))} "
+        raise InvalidDocumentError(doc.doc_path, f"missing required metadata {', '.join(map(repr, missing))} "
                                                  "(RAG_REQUIRED_METADATA): add it to the frontmatter")
     if "last_update_date" in given:
         value = meta["last_update_date"]
         date = _iso_date(value)
         if date is None and not _starts_with_a_date(value):
-            raise InvalidDocumentError(ref.doc_path, f"last_update_date {value!r} is not a date (use YYYY-MM-DD)")
+            raise InvalidDocumentError(doc.doc_path, f"last_update_date {value!r} is not a date (use YYYY-MM-DD)")
         tomorrow = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).date().isoformat()
         if date is None or date > tomorrow:
-            date = file_date(ref)
+            date = own_date()
             problem = "is not a date (use YYYY-MM-DD)" if _iso_date(value) is None else "lies in the future"
             _warn(warnings, f"{doc.doc_path}: last_update_date {value!r} {problem}: the file's date {date} is used")
         meta["last_update_date"] = date
     else:
-        meta["last_update_date"] = file_date(ref)
+        meta["last_update_date"] = own_date()
     if "source" not in given:
         meta["source"] = doc.title
     if "doc_type" not in given:
-        parts = doc.doc_path.split("/")
-        meta["doc_type"] = policy.default_doc_type or (parts[0] if len(parts) > 1 else DEFAULT_DOC_TYPE)
+        meta["doc_type"] = policy.default_doc_type or policy.folder_doc_type(doc.doc_path)
     if policy.doc_types and str(meta["doc_type"]) not in policy.doc_types:
-        raise InvalidDocumentError(ref.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
+        raise InvalidDocumentError(doc.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
                                                  f"{', '.join(policy.doc_types)} (RAG_DOC_TYPES)")
-    if ref.language:
+    if ref is not None and ref.language:
         meta["language"] = ref.language
     else:
         meta.setdefault("language", "und")

@@ -11,6 +11,7 @@ the assets alike. No Dagster import here: the same functions run under plain pyt
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 import traceback
@@ -29,7 +30,7 @@ from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import DocumentError, EmbeddingServiceUnavailable, VectorDBUnavailableError
 from rag_assets.index.generation import bump_generation
 from rag_assets.index.locks import DocumentLocks
-from rag_assets.models import DocumentRef
+from rag_assets.models import Block, BlockType, DocumentRef
 from rag_assets.progress import ProgressEvent, Reporter, no_progress
 from rag_assets.index.stage_store import (
     BLOCKS,
@@ -44,6 +45,8 @@ from rag_assets.index.stage_store import (
     parsed_from_dict,
 )
 from rag_assets.ingest.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
 
 # Documents per window: one read query and one write transaction each.
 WINDOW_DOCS = 100
@@ -230,6 +233,8 @@ def run_split(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
         totals.update(by_type)
         flagged = sum(1 for b in blocks if b.unclosed)
         unclosed += flagged
+        for warning in unclosed_warnings(ref.doc_path, blocks, inputs[0].get("body_start_line", 1)):
+            log.warning("%s", warning)  # the ingestion contract: a WARNING for ambiguous markdown structure
         return blocks_to_list(blocks), {**{f"blocks_{k}": v for k, v in by_type.items()}, "unclosed_blocks": flagged}
 
     report = _run_each(BLOCKS, refs, stages, SPLIT_FINGERPRINT, [(PARSED, "")], work, progress)
@@ -237,6 +242,19 @@ def run_split(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
     report.stats["blocks_total"] = sum(totals.values())
     report.stats["unclosed_blocks"] = unclosed
     return report
+
+
+def unclosed_warnings(doc_path: str, blocks: Iterable[Block], body_start_line: int = 1) -> list[str]:
+    """One line per block that never closed (a code fence or a ::: admonition without its end),
+    naming the file and the line it opens on."""
+    out = []
+    for b in blocks:
+        if b.unclosed:
+            what = "code fence" if b.type is BlockType.CODE else f"{b.type.value} block"
+            line = body_start_line + (b.start_line or 0)
+            out.append(f"{doc_path}:{line}: ambiguous markdown: a {what} that never closes; "
+                       "kept as one block up to the next heading")
+    return out
 
 
 # 4-5. chunking and ids ------------------------------------------------------------------------

@@ -48,13 +48,13 @@ from filelock import FileLock, Timeout
 
 from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableError
 
-from rag_assets.ingest.catalog import catalog_run_needed, content_changed, touched_documents
+from rag_assets.ingest.catalog import catalog_run_needed, content_changed, only_added, touched_documents, vanished_documents
 from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file
 from rag_assets.ingest.scope import left_out_counts
 from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
-from rag_assets.models import DocumentRef, IngestSummary
-from rag_assets.index.stage_store import StageStore
+from rag_assets.models import Catalog, DocumentRef, IngestSummary
+from rag_assets.index.stage_store import INDEXED, StageStore
 
 from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
 from rag_assets.orchestration.definitions import CORPORA, DEFAULT, project_definitions
@@ -276,9 +276,14 @@ def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey, partition_keys
 
 def ingest(
     only_doc_paths: Sequence[str] | None = None, *, allow_mass_delete: bool = False, workers: int = 1,
-    corpus: CorpusDefinitions = DEFAULT, look: FolderLook | None = None,
+    corpus: CorpusDefinitions = DEFAULT, look: FolderLook | None = None, removing: Sequence[str] = (),
 ) -> IngestSummary:
     """Discover, register partitions, process the documents that changed; the summary the CLI prints.
+
+    `only_doc_paths`: process only these documents; those of them that are new, when new files are all
+    the folder changed, are registered here rather than by a catalog run (one run, not two).
+    `removing`: documents deleted on purpose (RAGPipeline.delete_documents): when they are all that
+    vanished, the deletion guard lets the catalog run remove them, however many they are.
 
     One ingest at a time per corpus (see the module docstring): a concurrent call for the same
     corpus waits; other corpora's never do. With an embedded store the ingest also holds the
@@ -304,7 +309,7 @@ def ingest(
             with ingest_lock(settings.state_dir) as waited:
                 summary.lock_wait_seconds = round(waited, 3)
                 _ingest_corpus(summary, only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look,
-                               watch)
+                               watch, removing)
         except KeyboardInterrupt:  # also while waiting for the lock, or before any run
             summary.interrupted = summary.interrupted or _signal_name(watch)
         finally:
@@ -315,7 +320,8 @@ def ingest(
 
 
 def _ingest_corpus(summary: IngestSummary, only_doc_paths, allow_mass_delete: bool, workers: int,
-                   corpus: CorpusDefinitions, look: FolderLook | None, watch: stopping.StopWatch | None) -> None:
+                   corpus: CorpusDefinitions, look: FolderLook | None, watch: stopping.StopWatch | None,
+                   removing: Sequence[str] = ()) -> None:
     """The ingest under the corpus's ingest lock: its store moved into its own folder if need be,
     then held (embedded: its writer lock), and the record of how the ingest ended."""
     settings = corpus.corpus.settings()
@@ -333,7 +339,7 @@ def _ingest_corpus(summary: IngestSummary, only_doc_paths, allow_mass_delete: bo
             # the store is this process's alone from here: its collection loads while the runs start
             opening = open_in_background(settings) if writer is not None else None
             try:
-                _ingest_locked(summary, only_doc_paths, allow_mass_delete, workers, corpus, look, watch)
+                _ingest_locked(summary, only_doc_paths, allow_mass_delete, workers, corpus, look, watch, removing)
             finally:
                 if opening is not None:
                     opening.join()
@@ -417,7 +423,7 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
 
 def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int,
                    corpus: CorpusDefinitions, look: FolderLook | None = None,
-                   watch: stopping.StopWatch | None = None) -> IngestSummary:
+                   watch: stopping.StopWatch | None = None, removing: Sequence[str] = ()) -> IngestSummary:
     """The ingest, its locks held; fills `summary` as it goes (what a stop leaves of it is true)."""
     settings = corpus.corpus.settings()
     document_catalog = corpus.ingestion.document_catalog
@@ -442,6 +448,23 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     # no run, no new settings, store or generation since every document was current (noop_check):
     # Dagster's partitions are still the stored catalog's, and only what the folder changed can be stale
     trusted = look is not None and look.base_current and look.runs == runs_at_start
+    if only_doc_paths is not None:
+        # no stored catalog yet: a folder never catalogued is empty to begin with
+        base = stored if stored is not None else Catalog(docs_dir=seen.docs_dir, documents=[])
+        added = only_added(base, seen, set(only_doc_paths))
+        if added:  # new files of these paths are all that changed: registered here, no catalog run
+            instance.add_dynamic_partitions(corpus.ingestion.partitions.name, [d.partition_key for d in added])
+            if stored is None:
+                stages.write_catalog(replace(base, documents=added))
+            else:
+                stages.add_to_catalog(added)
+            stored = replace(base, documents=[*base.documents, *added])
+    if removing and not allow_mass_delete:
+        # documents deleted on purpose are not a folder emptied by accident: when they are all the
+        # indexed documents that vanished, the guard lets them go (anything else indexed that vanished
+        # keeps the guard as it is; one never indexed it does not count either way)
+        vanished = set(vanished_documents(seen, stages).doc_paths)
+        allow_mass_delete = bool(vanished) and not (vanished - set(removing)) & stages.doc_paths(INDEXED)
     # ... or when Dagster's partitions are not the catalog's (a wiped or another Dagster storage)
     ran_catalog = catalog_run_needed(stored, seen) or not trusted and set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
@@ -478,7 +501,9 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
         refs = [r for r in refs if r.doc_path in set(only_doc_paths)]
     documents = look.documents if partial else len(catalog.documents)
     summary.documents_discovered = documents + len(catalog.errors)
-    summary.errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors] if only_doc_paths is None else []
+    # the files asked for (all, or only_doc_paths) that discovery refused (too large, unreadable) fail by name
+    refused = catalog.errors if only_doc_paths is None else [e for e in catalog.errors if e.path in set(only_doc_paths)]
+    summary.errors = [{"doc_path": e.path, "error": e.reason} for e in refused]
 
     if trusted:
         todo = content_changed(look.stored, refs)
@@ -519,7 +544,7 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     # or not started (a stopped ingest)
     summary.documents_unchanged = (documents if only_doc_paths is None else len(refs)) - len(todo)
     summary.documents_processed = len(todo) - vanished - len(failed) - len(pending) - len(not_started)
-    summary.documents_failed = len(catalog.errors if only_doc_paths is None else []) + len(failed) + len(pending)
+    summary.documents_failed = len(refused) + len(failed) + len(pending)
     summary.documents_not_started = len(not_started)
     return summary
 

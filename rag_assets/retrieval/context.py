@@ -22,12 +22,15 @@ class RetrieveRequest:
     # the reader's place: a module, chapter or doc_path (prefix) whose chunks are preferred, softly:
     # they move up to PREFERENCE_PLACES places ahead; nothing is filtered out
     prefer: str | None = None
+    fusion: str | None = None  # hybrid's fusion: convex | rrf; None = RAG_FUSION (mode "rrf" = hybrid + rrf)
 
 
 @dataclass(frozen=True)
 class DocumentChunk:
     chunk_id: str
-    document_id: str  # the document's path relative to the docs folder
+    # the document's id: the one it was ingested with from code (RAGPipeline.ingest; a UUID as its text)
+    # or a frontmatter `document_id`, else its path relative to the docs folder
+    document_id: str
     doc_path: str
     text: str
     metadata: dict[str, Any]  # source, doc_type, last_update_date, section, title, ... when present

@@ -1,6 +1,6 @@
 """Metadata filters for retrieval: which documents a query may return chunks from.
 
-    {"module": "module-2"}                      # a scalar key: equal (as text: 3 == "3", True == "true")
+    {"module": "module-2"}                      # a scalar key: equal (as text: 3 == "3" == "3.0", True == "true")
     {"chapter": ["ch1", "ch2"]}                 # a list: any of them
     {"tags": ["ros", "nodes"]}                  # tags: the document has any of them (case-insensitive)
     {"path_prefix": "guides/"}                  # doc_path starts with it (any of, for a list)
@@ -17,6 +17,9 @@ whenever that many chunks match.
 
 from __future__ import annotations
 
+import datetime as dt
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -30,12 +33,46 @@ LANGUAGE = "language"
 ALWAYS_KNOWN = frozenset({PATH_PREFIX, TAGS, LANGUAGE, "doc_path", "module", "chapter", "doc_type"})
 
 
-def _norm(value: Any) -> str:
+# YAML's words for booleans (frontmatter `draft: yes` is True): a filter's text compares as the boolean
+_BOOLEAN_WORDS = {"true": "true", "yes": "true", "on": "true", "false": "false", "no": "false", "off": "false"}
+FILTER_SCALARS = (str, int, float, bool, dt.date)  # what a filter value may be (a date compares as its ISO text)
+
+
+def normalise(value: Any) -> str:
+    """The one form a filter value and a stored field are compared in, whether the value came from
+    Python (`{"level": 2.0, "draft": True}`) or from a command line (`--where level=2.0 --where
+    draft=True`): booleans as "true"/"false" (YAML's yes/no/on/off too, any case), numbers as their
+    shortest text (2 == 2.0 == "2.0" -> "2"), anything else as its stripped text."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
+    if isinstance(value, (int, float)):
+        number = float(value)
+        if math.isfinite(number) and number.is_integer() and abs(number) < 2**53:
+            return str(int(number))
+        return repr(number) if isinstance(value, float) else str(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    text = str(value).strip()
+    word = _BOOLEAN_WORDS.get(text.lower())
+    if word is not None:
+        return word
+    if text and (text[0].isdigit() or text[0] in "+-.") and _NUMBER.fullmatch(text):
+        return normalise(float(text))
+    return text
+
+
+_NUMBER = re.compile(r"[+-]?((0|[1-9]\d*)(\.\d*)?|\.\d+)([eE][+-]?\d+)?")  # "00123" is a code, not 123
+
+
+def _text(key: str, value: Any) -> str:
+    """A value of a key compared as text: tags in any case, a language code in any case and with `-`
+    or `_` (zh_CN is zh-cn), a path as it is."""
+    text = str(value).strip()
+    if key == TAGS:
+        return text.casefold()
+    if key == LANGUAGE:
+        return text.casefold().replace("_", "-")
+    return text
 
 
 def split_tags(value: Any) -> list[str]:
@@ -56,17 +93,25 @@ class Filters:
             return raw or None
         if not isinstance(raw, Mapping):
             raise InvalidFilterError(f"filters must be a mapping of key -> value(s), got {type(raw).__name__}")
+        bad_key = next((key for key in raw if not isinstance(key, str) or not key.strip()), None)
+        if bad_key is not None or any(not isinstance(key, str) for key in raw):
+            raise InvalidFilterError(f"filter keys are non-empty strings, got {bad_key!r}")
         clauses = []
         for key in sorted(raw):
-            if not isinstance(key, str) or not key.strip():
-                raise InvalidFilterError(f"filter keys are non-empty strings, got {key!r}")
             value = raw[key]
             values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
             if not values or any(v is None or isinstance(v, (dict, list, tuple)) for v in values):
                 raise InvalidFilterError(f"filter {key!r}: give a value or a list of values, got {value!r}")
-            normalised = tuple(sorted({_norm(v) for v in values}))
-            if key in (TAGS, LANGUAGE):
-                normalised = tuple(sorted({v.casefold().replace("_", "-") for v in normalised}))
+            odd = next((v for v in values if not isinstance(v, FILTER_SCALARS)), None)
+            if odd is not None:
+                raise InvalidFilterError(f"filter {key!r}: a value is a string, number, boolean or date, got "
+                                         f"{type(odd).__name__} {odd!r:.60}")
+            if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+                raise InvalidFilterError(f"filter {key!r}: a number must be finite, got {value!r}")
+            if key in (TAGS, LANGUAGE, PATH_PREFIX, "doc_path"):  # text as it is written ("no" is Norwegian)
+                normalised = tuple(sorted({_text(key, v) for v in values}))
+            else:
+                normalised = tuple(sorted({normalise(v) for v in values}))
             clauses.append((key.strip(), normalised))
         return cls(tuple(clauses)) if clauses else None
 
@@ -94,10 +139,10 @@ class Filters:
             elif key == TAGS:
                 ok = any(t.casefold() in values for t in split_tags(fields.get(TAGS)))
             elif key == LANGUAGE:
-                code = _norm(fields.get(LANGUAGE, "")).casefold().replace("_", "-")
+                code = _text(LANGUAGE, fields.get(LANGUAGE, ""))
                 ok = code in values or code.split("-", 1)[0] in values
             else:
-                ok = key in fields and _norm(fields[key]) in values
+                ok = key in fields and normalise(fields[key]) in values
             if not ok:
                 return False
         return True

@@ -18,6 +18,7 @@ found one out of the window's reach (windows.py).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import unicodedata
@@ -30,13 +31,13 @@ from rag_assets.config import Settings
 from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
 from rag_assets.index.generation import current_generation
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
-from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
+from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
 from rag_assets.retrieval.snapshot import SearchSnapshot
 from rag_assets.retrieval.terms import section_key, text_key
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
 from rag_assets.index.chroma_store import ChromaStore, VectorHit, document_fields
-from rag_assets.retrieval.filters import Filters
+from rag_assets.retrieval.filters import Filters, split_tags
 from rag_assets.retrieval.windows import (GAP_TOKENS, SectionRuns, join_passages, opens_section, passages, stored_tokens,
                                          window_tokens)
 
@@ -128,7 +129,7 @@ class SearchResult:
             text=hit.text,
             score=hit.score if score is None else score,
             chunk_index=int(meta.get("chunk_index", 0)),
-            metadata=dict(meta),
+            metadata=_presented(meta),
             relevance=relevance,
         )
 
@@ -147,6 +148,15 @@ class SearchResult:
             data["context"] = self.context
             data["context_tokens"] = self.context_tokens
         return data
+
+
+def _presented(meta: dict[str, Any]) -> dict[str, Any]:
+    """Stored metadata as results hand it on: `tags`, stored as one "a, b" string (Chroma metadata
+    holds no lists), as the list it was in the frontmatter."""
+    out = dict(meta)
+    if "tags" in out:
+        out["tags"] = split_tags(out["tags"])
+    return out
 
 
 def _note_section_hits(results: list[SearchResult], ranked: list[Candidate], mates: dict[str, list[Candidate]]) -> None:
@@ -225,11 +235,13 @@ class Retriever:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, *, embedder=None, **kwargs) -> "Retriever":
-        """``embedder``: one the caller already holds (it must be the one the settings ask for)."""
-        from rag_assets.embedding import load_embedder
+        """``embedder``: one the caller already holds (it must be the one the settings ask for); by
+        default the process's one for these settings (rag_assets.embedding.shared_embedder), which
+        the ingestion runs of RAGPipeline.ingest use too: one model in memory, loaded once."""
+        from rag_assets.embedding import shared_embedder
 
         settings = settings or Settings.from_env()
-        embedder = embedder if embedder is not None else load_embedder(settings)
+        embedder = embedder if embedder is not None else shared_embedder(settings)
         store = ChromaStore.for_settings(settings, embedder)
         return cls(embedder, store, settings, **kwargs)
 
@@ -245,16 +257,18 @@ class Retriever:
         return vector
 
     def search(self, query: str, mode: str | None = None, top_k: int = 5, filters=None, *,
-               context_tokens: int | None = None) -> list[SearchResult]:
+               context_tokens: int | None = None, fusion: str | None = None) -> list[SearchResult]:
         """The top_k chunks for query, best first (no relevance threshold)."""
-        return self.retrieve(query, mode, top_k, filters, context_tokens=context_tokens).results
+        return self.retrieve(query, mode, top_k, filters, context_tokens=context_tokens, fusion=fusion).results
 
     def retrieve(self, query: str, mode: str | None = None, top_k: int = 5, filters=None, *,
-                 context_tokens: int | None = None) -> Retrieval:
+                 context_tokens: int | None = None, fusion: str | None = None) -> Retrieval:
         """filters: a mapping or Filters (rag_assets.retrieval.filters); every list ranks inside the
         documents they select. context_tokens: each result's context budget (None: RAG_CONTEXT_TOKENS;
-        0: no context)."""
+        0: no context). fusion: how hybrid fuses its lists, `convex` or `rrf` (None: RAG_FUSION; the
+        mode `rrf` is hybrid with `rrf`)."""
         query = validate_query(query, self.settings.max_query_chars)
+        ranking = self.ranking_for(mode, fusion)
         mode = RetrievalMode.parse(mode, self.settings.retrieval_mode)
         top_k = validate_top_k(top_k)
         filters = Filters.parse(filters)
@@ -262,7 +276,7 @@ class Retriever:
         generation = self.follow_index()
         try:
             with self.snapshot.pinned(generation):
-                retrieval = self._retrieve(query, mode, top_k, filters)
+                retrieval = self._retrieve(query, mode, top_k, filters, ranking)
                 self._add_context(retrieval.results, budget)
                 retrieval.generation = generation
                 return retrieval
@@ -276,12 +290,21 @@ class Retriever:
         self._tolerant.on = True
         try:
             with self.snapshot.pinned(generation):
-                retrieval = self._retrieve(query, mode, top_k, filters)
+                retrieval = self._retrieve(query, mode, top_k, filters, ranking)
                 self._add_context(retrieval.results, budget)
                 retrieval.generation = generation
                 return retrieval
         finally:
             self._tolerant.on = False
+
+    def ranking_for(self, mode: Any, fusion: Any = None) -> RankingConfig:
+        """The ranking a call asks for: the configured one, with its fusion replaced when the call
+        names one (`fusion=`, or the mode `rrf`). ValueError for an unknown fusion."""
+        if fusion is None and isinstance(mode, str) and mode.strip().lower() == FusionMethod.RRF.value:
+            fusion = FusionMethod.RRF
+        if fusion is None:
+            return self.ranking
+        return dataclasses.replace(self.ranking, fusion=FusionMethod.parse(fusion))
 
     def add_context(self, results: list[SearchResult], context_tokens: int | None = None, *,
                     generation: str | None = None) -> list[SearchResult]:
@@ -372,7 +395,7 @@ class Retriever:
             texts.setdefault(hits[r].chunk_id, hits[r].text)
         return [[(order[i], tokens[i]) for i in range(lo, hi)] for lo, hi in spans]
 
-    def _retrieve(self, query: str, mode: RetrievalMode, top_k: int, filters) -> Retrieval:
+    def _retrieve(self, query: str, mode: RetrievalMode, top_k: int, filters, ranking: RankingConfig) -> Retrieval:
         scope = self._scope(filters) if filters else None
         if scope is not None and not scope.documents:
             return Retrieval(mode, [])
@@ -380,7 +403,7 @@ class Retriever:
             return self._vector(query, top_k, scope)
         if mode is RetrievalMode.KEYWORD:
             return self._keyword(query, top_k, scope)
-        return self._hybrid(query, top_k, scope)
+        return self._hybrid(query, top_k, scope, ranking)
 
     def _scope(self, filters: Filters) -> "_Scope":
         """The documents the filters select, from the keyword index's document table (or, when that
@@ -481,7 +504,9 @@ class Retriever:
         results = self._present(candidates, self._diversified(top_k), {}, vector, cosines)
         return Retrieval(RetrievalMode.KEYWORD, results, keyword_candidates=len(hits))
 
-    def _hybrid(self, query: str, top_k: int, scope: "_Scope | None" = None) -> Retrieval:
+    def _hybrid(self, query: str, top_k: int, scope: "_Scope | None" = None, ranking: RankingConfig | None = None
+                ) -> Retrieval:
+        ranking = ranking or self.ranking
         depth = candidate_depth(top_k)
         vector = self.embed_query(query)
         exact = self._exact_dense(vector, depth, scope)
@@ -527,10 +552,10 @@ class Retriever:
         results = self._present(
             candidates,
             lambda cs, mates: rank_hybrid(cs, dense_reference, keyword_reference,
-                                          lambda head: self._heading_scores(query, head), self.ranking, top_k,
+                                          lambda head: self._heading_scores(query, head), ranking, top_k,
                                           rare_term_hit=rare_hit, mates=mates),
             {h.chunk_id: h for h in dense}, vector, cosines)
-        weights = (self.ranking.dense_weight, self.ranking.keyword_weight)
+        weights = (ranking.dense_weight, ranking.keyword_weight)
         return Retrieval(RetrievalMode.HYBRID, results, fallback, weights, len(dense_scores), len(keyword_rows))
 
     # ------------------------------------------------------------------------------------------

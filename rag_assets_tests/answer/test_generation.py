@@ -379,6 +379,39 @@ def test_a_failed_search_answers_with_no_sources_and_logs_an_error(built, settin
     assert server.chat_requests == []  # nothing to answer from: the model is not called
 
 
+def test_an_embedding_failure_raises_as_the_textbook_contract_says(built, settings, server, tmp_path, caplog):
+    """Issue 35: an embedding failure inside answer_question was swallowed (no sources, a "not found"
+    answer). The textbook contract: "Embedding generation failure: raise exception"."""
+    from rag_assets.embedding.local import MiniLMOnnxEmbedder
+    from rag_assets.errors import EmbeddingFailureError
+    from rag_assets.index.chroma_store import ChromaStore
+    from rag_assets.retrieval.retriever import Retriever
+
+    broken = MiniLMOnnxEmbedder(model_path=tmp_path / "missing-model.onnx")  # a real embedder whose model is gone
+    pipeline = RAGPipeline(Retriever(broken, ChromaStore.for_settings(built[1], broken), built[1]))
+    with caplog.at_level(logging.ERROR, logger="rag_assets.answering"), \
+            pytest.raises(EmbeddingFailureError, match="ONNX model not found"):
+        answer_question(ON_TOPIC, None, 3, pipeline=pipeline, settings=settings)
+    assert any("embedding the question failed" in r.getMessage() for r in caplog.records)
+    assert server.chat_requests == []
+
+
+def test_rag_service_answers_in_the_seed_form(pipeline, settings, server):
+    from rag_assets import RAGResponse, RAGService
+
+    server.reply("Click 'Add Test Case' [Source 1].")
+    service = RAGService(pipeline, settings)
+    response = service.answer_question(ON_TOPIC, None, 3)
+    assert isinstance(response, RAGResponse)
+    assert response.answer == "Click 'Add Test Case' [Source 1]." and response.sources
+    assert response.sources[0].doc_path == "guide/evaluation.md"
+    assert response.processing_time_ms > 0 and response.tokens_used > 0
+    unconfigured = RAGService(settings=dataclasses.replace(settings, openai_api_key=None))
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        unconfigured.answer_question(ON_TOPIC)
+    assert unconfigured.pipeline is None  # refused before the retrieval stack loads
+
+
 def test_the_five_log_events_of_the_textbook_contract(pipeline, settings, server, caplog):
     server.reply("Add a test case [Source 1].")
     with caplog.at_level(logging.INFO, logger="rag_assets"):

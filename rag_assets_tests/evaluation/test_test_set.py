@@ -46,6 +46,19 @@ def test_load_keeps_good_entries_and_names_the_bad_one(tmp_path):
         load_test_set(tmp_path / "broken.json")
 
 
+def test_expected_refuse_false_as_text_is_false(tmp_path):
+    """Issue 36 item 10: "expected_refuse": "false" counted as true (the question then went unscored)."""
+    entries = [{"id": f"r{i}", "question": "Why does embodiment matter?", "expected_modules": ["module-1"],
+                "expected_refuse": value} for i, value in enumerate(["false", "False", 0, False, "true", 1, "maybe", 2])]
+    path = tmp_path / "flags.json"
+    path.write_text(json.dumps({"queries": entries}))
+    loaded = load_test_set(path)
+    assert [(q.id, q.expected_refuse) for q in loaded.questions] == [
+        ("r0", False), ("r1", False), ("r2", False), ("r3", False), ("r4", True), ("r5", True)]
+    assert loaded.errors == ["flags.json: entry 7: 'expected_refuse' must be true or false, got 'maybe'",
+                             "flags.json: entry 8: 'expected_refuse' must be true or false, got 2"]
+
+
 def test_module_hit_and_keyword_coverage():
     q = TestSetQuestion("q", "?", expected_modules=("module-1",), expected_keywords=("Embodiment", "latency"))
     row = score_question(q, [_result("module-2/a.md", "nothing"), _result("module-1/b.md", "embodiment here")], k=5)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import dagster as dg
+import pytest
 
 from rag_assets.orchestration.definitions import documents_partitions
 from rag_assets.pipeline import RAGPipeline
@@ -58,7 +59,133 @@ def test_two_documents_from_python_are_partitions_survive_rag_ingest_and_replace
     assert _chunks(RAGPipeline.from_settings(), "_from_code/faq/overwatch.md") == []
 
 
-def test_load_documents_reports_the_contract_fields(rag_env, dagster_home):
-    out = RAGPipeline.from_settings().load_documents(DOCS, batch_size=1)
-    assert out["documents_loaded"] == 2 and out["documents_failed"] == 0 and out["storage_complete"]
-    assert out["embeddings_generated"] >= 2 and out["execution_time_ms"] > 0 and out["errors"] == []
+def test_load_documents_reports_the_contract_fields(rag_env, dagster_home, caplog):
+    """The pipeline-API contract: an empty document is skipped with a warning (its text), and a call
+    with nothing to load is a ValueError (its test)."""
+    import logging
+
+    from rag_assets import Document
+
+    pipeline = RAGPipeline.from_settings()
+    with pytest.raises(ValueError, match="content.*required"):
+        pipeline.load_documents(documents=[Document(metadata={})])
+    with pytest.raises(ValueError, match="documents.*required"):
+        pipeline.load_documents(documents=[])
+    with caplog.at_level(logging.WARNING, logger="rag_assets.pipeline"):
+        out = pipeline.load_documents([DOCS[0], {"id": "empty", "content": "  "}, DOCS[1]], batch_size=1)
+    assert out["documents_loaded"] == 2 and out["documents_failed"] == 1 and not out["storage_complete"]
+    assert out["errors"] == ["document 1: content is required (non-empty markdown text); skipped"]
+    assert any(r.levelname == "WARNING" and "document 1: content is required" in r.getMessage() for r in caplog.records)
+    assert out["embeddings_generated"] >= 2 and out["execution_time_ms"] > 0
+
+
+def _texts(pipeline, doc_path):
+    return [text for _cid, text, meta in RAGPipeline.from_settings().retriever.store.iter_all()
+            if meta["doc_path"] == doc_path]
+
+
+def test_an_explicit_deletion_of_most_documents_is_done_or_refused_never_reported_as_done(rag_env, dagster_home):
+    """Issue 36 item 4: deleting 25 of 31 documents from code removed their files, not their vectors
+    (documents_deleted 0, no error): the deletion guard refused silently."""
+    from rag_assets.errors import DeletionRefusedError
+    from rag_assets.orchestration.runs import ingest
+
+    assert ingest().documents_processed == 3  # the folder's own documents
+    pipeline = RAGPipeline.from_settings()
+    docs = [{"id": f"notes/n{i:02d}", "content": f"# Note {i}\n\nThe tally for item {i} is {i * 7} pieces."}
+            for i in range(31)]
+    assert pipeline.ingest(docs).documents_processed == 31
+    doomed = [d["id"] for d in docs[:25]]
+    paths = [f"_from_code/{i}.md" for i in doomed]
+
+    # another file vanished too: the guard keeps everything, and says so; the files come back
+    (rag_env / "docs" / "rate-limits.md").rename(rag_env / "rate-limits.md")
+    with pytest.raises(DeletionRefusedError, match="nothing was deleted: refusing to remove 26 of 34"):
+        pipeline.delete_documents(doomed)
+    assert all((rag_env / "docs" / p).is_file() for p in paths) and _texts(pipeline, paths[0])
+    (rag_env / "rate-limits.md").rename(rag_env / "docs" / "rate-limits.md")
+
+    deleted = pipeline.delete_documents(doomed)
+    assert deleted["documents_deleted"] == 25 and deleted["doc_paths"] == paths and deleted["vectors_deleted"] >= 25
+    assert not any(_texts(pipeline, p) for p in paths) and _texts(pipeline, "_from_code/notes/n30.md")
+    assert not [h for h in RAGPipeline.from_settings().search("tally for item 3", "hybrid", 10) if h.doc_path in paths]
+    after = ingest()  # the next `rag ingest` finds nothing to fail on
+    assert (after.documents_failed, after.errors, after.documents_deleted) == (0, [], 0)
+
+
+def test_documents_that_cannot_be_indexed_fail_by_name_and_leave_nothing_behind(rag_env, dagster_home, monkeypatch,
+                                                                                caplog):
+    """Issue 35 item 4 (a document rejected under RAG_REQUIRED_METADATA stayed in _from_code/, and every
+    later `rag ingest` exited 1; without metadata doc_type was "_from_code"), issue 36 item 5 (a document
+    over the file-size limit came back "already indexed with this content"), and the ingestion
+    contract's WARNING for ambiguous markdown."""
+    import logging
+    import shutil
+
+    from rag_assets.orchestration.runs import ingest
+
+    shutil.rmtree(rag_env / "docs")
+    (rag_env / "docs").mkdir()
+    monkeypatch.setenv("RAG_REQUIRED_METADATA", "source")
+    monkeypatch.setenv("RAG_MAX_FILE_BYTES", "3000")
+    pipeline = RAGPipeline.from_settings()
+    docs = [
+        {"id": "faq/refunds", "metadata": {"source": "Support"},
+         "content": "# Refunds\n\nRefunds take five days.\n\n```python\nrefund(order)\n"},  # the fence never closes
+        {"document_id": "plain", "content": "# Plain\n\nOpening hours are nine to five.", "metadata": {"source": "Bot"}},
+        {"document_id": "m1", "filename": "missing.md", "content": "# Missing\n\nNo source here."},
+        {"id": "big", "content": "# Big\n\nSmall body.", "metadata": {"source": "Bot", "notes": "x" * 4000}},
+    ]
+    with caplog.at_level(logging.WARNING, logger="rag_assets"):
+        result = pipeline.ingest(docs)
+    assert (result.documents_processed, result.documents_failed) == (2, 2)
+    assert result.failed_ids == ["m1", "big"]
+    assert result.errors[0] == ("missing.md: missing required metadata 'source' (RAG_REQUIRED_METADATA): add it to "
+                                "the frontmatter; nothing was written")
+    assert result.errors[1].startswith("big: 4,") and "over the 3,000-byte limit for a document (RAG_MAX_FILE_BYTES)" \
+        in result.errors[1]
+    assert not any("already indexed" in w for w in result.warnings)
+    assert sorted(p.name for p in (rag_env / "docs" / "_from_code").rglob("*.md")) == ["plain.md", "refunds.md"]
+    fence = "faq/refunds:5: ambiguous markdown: a code fence that never closes; kept as one block up to the next heading"
+    assert result.warnings == [fence]
+    assert any(r.levelname == "WARNING" and "_from_code/faq/refunds.md:" in r.getMessage()
+               and "never closes" in r.getMessage() for r in caplog.records)
+    doc_types = {meta["doc_path"]: meta["doc_type"] for _c, _t, meta in pipeline.retriever.store.iter_all()}
+    assert doc_types == {"_from_code/faq/refunds.md": "faq", "_from_code/plain.md": "document"}
+
+    after = ingest()  # what `rag ingest` runs: nothing left to fail on
+    assert (after.documents_failed, after.errors) == (0, [])
+
+
+def test_a_document_whose_run_fails_is_put_back_as_it_was(rag_env, dagster_home, monkeypatch):
+    """A failure only the run finds (here the embedding service refusing every request) leaves the
+    folder as it was: the earlier version's file back, a new document's file gone."""
+    import shutil
+
+    from rag_assets.orchestration.runs import ingest
+    from rag_assets_tests.support.openai_server import Fault, OpenAIStubServer
+
+    shutil.rmtree(rag_env / "docs")
+    (rag_env / "docs").mkdir()
+    with OpenAIStubServer(api_key="sk-test-code-docs") as server:
+        monkeypatch.setenv("RAG_EMBEDDER", "openai")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-code-docs")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("RAG_OPENAI_MAX_RETRIES", "1")
+        pipeline = RAGPipeline.from_settings()
+        first = pipeline.ingest([{"id": "a", "content": "# A\n\nThe first version."}])
+        assert first.documents_processed == 1
+        folder = rag_env / "docs" / "_from_code"
+        before = (folder / "a.md").read_text()
+
+        server.always(Fault.status(400))
+        failed = pipeline.ingest([{"id": "a", "content": "# A\n\nThe second version."},
+                                  {"id": "b", "content": "# B\n\nA new one."}])
+        assert (failed.documents_processed, failed.documents_failed, failed.failed_ids) == (0, 2, ["a", "b"])
+        assert [e.split(":")[0] for e in failed.errors] == ["a", "b"]
+        assert (folder / "a.md").read_text() == before and not (folder / "b.md").exists()
+        server.always(None)
+        after = ingest()
+        # its early stages are redone for the version put back; nothing is embedded or written again
+        assert (after.documents_failed, after.errors, after.embeddings_computed, after.chunks_written) == (0, [], 0, 0)
+        assert _texts(pipeline, "_from_code/a.md") and "first version" in _texts(pipeline, "_from_code/a.md")[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -75,9 +76,10 @@ def test_path_prefix_chapter_and_a_numeric_frontmatter_key(pipeline):
         "module-1/ch1/intro.md", "module-1/ch2/sensors.md"}
     assert {r.doc_path for r in pipeline.search(QUESTION, "vector", 20, {"chapter": "ch2"})} == {
         "module-1/ch2/sensors.md", "module-2/ch2/topics.md"}
-    # frontmatter `level: 2` is an int; the filter's "2" (from a command line) matches it
-    assert {r.doc_path for r in pipeline.search(QUESTION, "hybrid", 20, {"level": "2"})} == {
-        "module-2/ch1/nodes.md", "module-2/ch2/topics.md", "faq/nodes.md"}
+    # frontmatter `level: 2` is an int; the filter's "2" or "2.0" (from a command line) or 2.0 matches it
+    for level in ("2", "2.0", 2.0, 2):
+        assert {r.doc_path for r in pipeline.search(QUESTION, "hybrid", 20, {"level": level})} == {
+            "module-2/ch1/nodes.md", "module-2/ch2/topics.md", "faq/nodes.md"}, level
 
 
 def test_a_filter_nothing_matches_returns_nothing(pipeline):
@@ -112,6 +114,36 @@ def test_parse_rejects_what_cannot_be_a_filter():
     for bad in ({"module": None}, {"module": []}, {"module": {"a": 1}}, {"": "x"}, ["module"]):
         with pytest.raises(InvalidFilterError):
             Filters.parse(bad)
+
+
+def test_keys_of_mixed_types_and_values_no_document_can_hold_are_named_errors():
+    """Issue 36 item 10: mixed key types raised a raw TypeError (sorting them); object() and bytes
+    values matched nothing, silently."""
+    with pytest.raises(InvalidFilterError, match="filter keys are non-empty strings, got 1"):
+        Filters.parse({1: "x", "module": "module-1"})
+    with pytest.raises(InvalidFilterError, match="filter 'module': a value is a string, number, boolean or date, got object"):
+        Filters.parse({"module": object()})
+    with pytest.raises(InvalidFilterError, match="filter 'doc_type': .* got bytes b'faq'"):
+        Filters.parse({"doc_type": [b"faq"]})
+    with pytest.raises(InvalidFilterError, match="finite"):
+        Filters.parse({"level": float("nan")})
+    assert isinstance(InvalidFilterError("x"), ValueError)
+
+
+def test_one_normal_form_for_values_from_python_and_from_a_command_line():
+    stored = {"level": 2, "draft": True, "weight": 1.5, "code": "00123", "updated": "2024-05-01"}
+    same = [({"level": 2.0}, {"level": "2.0"}), ({"draft": True}, {"draft": "True"}), ({"draft": True}, {"draft": "yes"}),
+            ({"weight": 1.5}, {"weight": "1.50"}), ({"updated": datetime.date(2024, 5, 1)}, {"updated": "2024-05-01"})]
+    for python, text in same:
+        assert Filters.parse(python) == Filters.parse(text)
+        assert Filters.parse(python).matches("a.md", stored) and Filters.parse(text).matches("a.md", stored)
+    assert Filters.parse({"code": "00123"}).matches("a.md", stored)
+    assert not Filters.parse({"code": "123"}).matches("a.md", stored)  # a code with leading zeros is text
+    assert not Filters.parse({"draft": False}).matches("a.md", stored)
+    assert Filters.parse({"tags": ["Yes"]}).matches("a.md", {"tags": "yes, no"})  # tags compare as written
+    assert Filters.parse({"tags": ["ROS_2"]}).matches("a.md", {"tags": "ros_2, nodes"})
+    assert Filters.parse({"language": "no"}).matches("a.md", {"language": "no"})  # Norwegian, not false
+    assert Filters.parse({"language": "zh"}).matches("a.md", {"language": "zh_CN"})
 
 
 def _rag(pipeline, *args: str) -> subprocess.CompletedProcess:
