@@ -212,3 +212,31 @@ def test_a_second_signal_ends_the_command_at_once(monkeypatch):
     assert exits == [128 + signal.SIGTERM] and said == [signal.SIGTERM] and watch.signum == signal.SIGINT
     assert {s: signal.getsignal(s) for s in stopping.SIGNALS} == before
     assert signal.set_wakeup_fd(-1) == -1  # the wakeup fd put back too
+
+
+def test_a_stopped_ingest_of_documents_from_code_keeps_what_its_finished_runs_indexed(rag_env, dagster_home, monkeypatch):
+    """RAGPipeline.ingest stopped two runs in: the documents its finished runs indexed keep their files
+    (a failing ingest from code puts every file back; a stop must not undo what it kept), the others'
+    files are gone (put back: they did not exist), and the same call again indexes just those."""
+    from rag_assets.pipeline import RAGPipeline
+
+    monkeypatch.setenv("RAG_DOCUMENTS_PER_RUN", str(PER_RUN))
+    pipeline = RAGPipeline.from_settings()
+    docs = [{"document_id": name.removesuffix(".md"), "filename": name, "content": text, "metadata": {"source": "t"}}
+            for name, text in PAGES.items()]
+
+    def interrupt_after_two_runs():
+        _wait_for(lambda: len({p for p in indexed(rag_env, dagster_home) if "_from_code" in p}) >= 2 * PER_RUN,
+                  "two finished runs")
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_after_two_runs, daemon=True).start()
+    with pytest.raises(stopping.IngestInterrupted):
+        pipeline.ingest(docs)
+    from_code = {p.relative_to(rag_env / "docs").as_posix() for p in (rag_env / "docs").rglob("*.md")
+                 if "_from_code" in p.parts}
+    done = {p for p in indexed(rag_env, dagster_home) if "_from_code" in p}
+    assert done and len(done) < len(PAGES)
+    assert from_code == done  # the finished runs' files kept; the rest put back (they did not exist)
+    again = pipeline.ingest(docs)
+    assert again.documents_failed == 0 and again.documents_processed == len(PAGES) - len(done), again
