@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from scratch import scratch_env  # noqa: E402 - beside this script
 NAME = "moved"
 
 
@@ -36,15 +39,7 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/corpus-move", help="scratch state (emptied first)")
     args = parser.parse_args()
     work = Path(args.workdir)
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "home").mkdir(parents=True)
-    (work / "home" / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text().replace("data/dagster", str(work / "dagster")))
-    env = {**os.environ, "RAG_DOCS_DIR": str(work / "default_docs"), "RAG_CHROMA_PATH": str(work / "chroma"),
-           "RAG_STATE_DIR": str(work / "state"), "RAG_CACHE_DIR": str(work / "cache"), "RAG_CORPORA_DIR": str(work / "corpora"),
-           "RAG_EVAL_DIR": str(work / "eval"), "RAG_EVAL_RESULTS_DIR": str(work / "eval_results"),
-           "DAGSTER_HOME": str(work / "home"), "RAG_LOG_LEVEL": "ERROR"}
-    (work / "default_docs").mkdir()
-    os.environ.update(env)
+    os.environ.update(scratch_env(work))
 
     started = time.perf_counter()
     first = old_way_ingest(Path(args.docs).resolve())
