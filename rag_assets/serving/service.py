@@ -21,7 +21,7 @@ from rag_assets.answering import answer_question
 from rag_assets.config import Settings
 from rag_assets.corpus import DEFAULT_CORPUS, Corpus
 from rag_assets.embedding import embedder_key
-from rag_assets.index.generation import current_generation
+from rag_assets.index.generation import EMPTY, current_generation
 from rag_assets.pipeline import GATE_HEAD, RANKING_FLOOR, RAGPipeline, prefer_place
 from rag_assets.retrieval.across import merge_rankings
 from rag_assets.retrieval.filters import Filters
@@ -101,6 +101,9 @@ class IndexService:
         """Open every corpus's pipeline and run one search on it (model, snapshot and store loaded)
         before the first client waits; a corpus that fails here is logged and tried again on use."""
         for name in self._served:
+            if current_generation(self._served[name].settings) == EMPTY:
+                log.warning("corpus %s: nothing indexed yet (run `rag ingest`); its searches return no results", name)
+                continue
             try:
                 self.pipeline(name).search("warm up", None, 1)
             except Exception as exc:  # noqa: BLE001 - an empty or broken index must not stop the others
@@ -143,6 +146,8 @@ class IndexService:
         return {**body, "cached": False, "elapsed_ms": round((time.perf_counter() - start) * 1000, 3)}
 
     def _ranking(self, name: str, request: SearchRequest) -> list[SearchResult]:
+        if current_generation(self._entry(name).settings) == EMPTY:
+            return []  # nothing indexed yet: no results (`rag query` says "run rag ingest"), not an error
         pipeline = self.pipeline(name)
         if not request.prefer:
             return pipeline.search(request.query, request.mode, request.top_k, request.filters)

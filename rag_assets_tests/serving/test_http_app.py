@@ -183,3 +183,17 @@ def test_busy_server_says_so(service):
     with TestClient(create_app(service, max_in_flight=0), base_url=URL) as c:
         r = c.post("/search", json={"query": STREAMING})
     assert r.status_code == 503 and "busy" in r.json()["error"]
+
+
+def test_a_corpus_with_nothing_indexed_answers_no_results(tmp_path):
+    from rag_assets.config import Settings
+    from rag_assets.corpus import Corpus
+
+    (tmp_path / "docs").mkdir()
+    empty = Settings.from_env({"RAG_DOCS_DIR": str(tmp_path / "docs"), "RAG_CHROMA_PATH": str(tmp_path / "chroma"),
+                               "RAG_STATE_DIR": str(tmp_path / "state"), "RAG_CACHE_DIR": str(tmp_path / "cache")})
+    service = IndexService([(Corpus(), empty)])
+    service.warm()
+    with TestClient(create_app(service), base_url=URL) as c:
+        r = c.post("/search", json={"query": STREAMING})
+    assert r.status_code == 200 and r.json()["results"] == [] and r.json()["meets_threshold"] is False
