@@ -1,6 +1,6 @@
-"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask, corpora, ui, watch. Ingestion always runs through Dagster.
+"""The `rag` command line: ingest, ingest-doc, query, evaluate, ask, corpora, ui, watch, serve, mcp. Ingestion always runs through Dagster.
 
-One module per command (ingest, query, ask, evaluate, corpora, ui, watch: each adds its parser and
+One module per command (ingest, query, ask, evaluate, corpora, ui, watch, serve: each adds its parser and
 runs it); this one holds the parser and the dispatch, and turns errors into one line and an exit code.
 
 Every command works on one corpus (rag_assets.cli.corpora): `--corpus NAME`, or the one that owns
@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
-from rag_assets.cli import ask, corpora, evaluate, ingest, query, ui, watch
+from rag_assets.cli import ask, corpora, evaluate, ingest, query, serve, ui, watch
 from rag_assets.cli.common import EXIT_PARTIAL, EXIT_USAGE, UsageError
 from rag_assets.cli.process_exit import exit_process
 from rag_assets.config import apply_offline_defaults
@@ -46,7 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_parser(sub)
     evaluate.add_parser(sub)
     watch.add_parser(sub)
+    serve.add_parsers(sub)
     for name, command in sub.choices.items():
+        if name in ("serve", "mcp"):  # `--corpus` repeats there (the corpora served)
+            continue
         if name not in ("query", "corpora", "ui"):  # `rag query --corpus` repeats (several corpora at once)
             command.add_argument("--corpus", dest="sub_corpus", metavar="NAME",
                                  help="the corpus to work on (as `rag --corpus NAME ...`)")
@@ -66,11 +69,15 @@ def main(argv: list[str] | None = None) -> int:
                                      *([args.sub_corpus] if getattr(args, "sub_corpus", None) else [])]))
         if len(across) > 1 and args.command != "query":
             raise ConfigurationError(f"rag {args.command} works on one corpus, got {', '.join(across)}")
+        if args.command == "query":
+            answered = query.run_via_server(args, across)  # a running `rag serve` answers, if there is one
+            if answered is not None:
+                return answered
         if args.command == "query" and len(across) > 1:
             return query.run_across(args, across)
         if across:
             args.corpus = across[0]
-        if args.command not in ("corpora", "ui"):
+        if args.command not in ("corpora", "ui", "serve", "mcp"):
             docs_dir = getattr(args, "docs_dir", None)
             with imports_without_gc():  # sqlalchemy and the state database's modules: most of a no-op's time
                 from rag_assets.cli.corpora import select_corpus
@@ -86,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ["RAG_COLLECTION"] = args.collection
         return {"corpora": corpora.run_corpora, "ingest": ingest.run_ingest, "ingest-doc": ingest.run_ingest_doc,
                 "query": query.run, "evaluate": evaluate.run, "ask": ask.run, "ui": ui.run,
-                "watch": watch.run}[args.command](args)
+                "watch": watch.run, "serve": serve.run_serve, "mcp": serve.run_mcp}[args.command](args)
     except UsageError as exc:
         return _fail(args, str(exc), EXIT_USAGE, debug)
     except (ConfigurationError, FileNotFoundError) as exc:

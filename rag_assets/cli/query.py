@@ -78,18 +78,23 @@ def run(args) -> int:
             indent=2, ensure_ascii=False,
         ))
     else:
-        for rank, r in enumerate(results, 1):
-            crumb = r.heading_breadcrumb or r.section
-            rel = f" cos {r.relevance:.3f}" if r.relevance is not None and mode is not RetrievalMode.VECTOR else ""
-            print(f"{rank}. [{r.score:.3f}{rel}] {r.doc_path} — {crumb}")
-            snippet = " ".join(r.text.split())[:240]
-            print(f"   {snippet}")
-        if not results:
-            print("no chunk matches these filters" if filters else "no results (is the index empty? run `rag ingest`)")
-        elif not meets:
-            print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
-                  "the indexed documents probably do not answer this)")
+        print_results([r.as_dict() for r in results], mode, filters, avg, meets, threshold)
     return EXIT_OK
+
+
+def print_results(results: list[dict], mode: str, filters, avg: float, meets: bool, threshold: float) -> None:
+    """The text output of one corpus's results (SearchResult.as_dict each), local or from a server."""
+    for rank, r in enumerate(results, 1):
+        crumb = r["heading_breadcrumb"] or r["section"]
+        rel = f" cos {r['relevance']:.3f}" if r.get("relevance") is not None and mode != RetrievalMode.VECTOR else ""
+        print(f"{rank}. [{r['score']:.3f}{rel}] {r['doc_path']} — {crumb}")
+        snippet = " ".join(r["text"].split())[:240]
+        print(f"   {snippet}")
+    if not results:
+        print("no chunk matches these filters" if filters else "no results (is the index empty? run `rag ingest`)")
+    elif not meets:
+        print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
+              "the indexed documents probably do not answer this)")
 
 
 def run_across(args, names: list[str]) -> int:
@@ -141,12 +146,60 @@ def run_across(args, names: list[str]) -> int:
                          "corpus_score": round(float(hit.result.score), 6)} for hit in merged],
         }, indent=2, ensure_ascii=False))
         return EXIT_OK
-    for rank, hit in enumerate(merged, 1):
-        r = hit.result
-        print(f"{rank}. [{hit.score:.4f}] {hit.corpus}: {r.doc_path} — {r.heading_breadcrumb or r.section}")
-        print(f"   {' '.join(r.text.split())[:240]}")
-    if not merged:
+    print_across([{**hit.result.as_dict(), "corpus": hit.corpus, "score": hit.score} for hit in merged])
+    return EXIT_OK
+
+
+def print_across(results: list[dict]) -> None:
+    """The text output of one ranking over several corpora, local or from a server."""
+    for rank, r in enumerate(results, 1):
+        print(f"{rank}. [{r['score']:.4f}] {r['corpus']}: {r['doc_path']} — {r['heading_breadcrumb'] or r['section']}")
+        print(f"   {' '.join(r['text'].split())[:240]}")
+    if not results:
         print("no results (are the corpora indexed? `rag corpora`)")
+
+
+def run_via_server(args, names: list[str]) -> int | None:
+    """The query answered by a running `rag serve` for its corpora (rag_assets.cli.remote), printed as
+    the local path prints it; None when no server answers (the caller then runs it locally)."""
+    from rag_assets.cli import remote
+
+    if args.text is None or args.batch is not None or args.collection or not 1 <= args.top_k <= MAX_TOP_K:
+        return None  # batches, another collection and usage errors: the local path
+    try:
+        filters = filters_from_args(args)
+    except ValueError:
+        return None
+    server = remote.find_server(names)
+    if server is None:
+        return None
+    body = {"query": args.text, "top_k": args.top_k, "mode": args.mode, "filters": filters,
+            "corpus": names or "default"}
+    try:
+        found = remote.search(*server, {k: v for k, v in body.items() if v is not None})
+    except remote.ServerRefused as exc:
+        print(f"rag: invalid query: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if found is None:
+        return None
+    results = found["results"]
+    if len(names) > 1:
+        if args.json:
+            print(json.dumps({"query": args.text, "mode": found["mode"], "filters": filters, "corpora": names,
+                              "confidence": found["confidence"],
+                              "results": [remote.result_as_dict(r, "corpus", "score", "corpus_score") for r in results]},
+                             indent=2, ensure_ascii=False))
+        else:
+            print_across(results)
+        return EXIT_OK
+    if args.json:
+        print(json.dumps(
+            {"query": args.text, "mode": found["mode"], "filters": filters, "avg_relevance": found["avg_relevance"],
+             "meets_threshold": found["meets_threshold"], "results": [remote.result_as_dict(r) for r in results]},
+            indent=2, ensure_ascii=False))
+    else:
+        print_results(results, found["mode"], filters, found["avg_relevance"], found["meets_threshold"],
+                      found["min_relevance"])
     return EXIT_OK
 
 

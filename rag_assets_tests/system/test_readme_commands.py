@@ -37,7 +37,8 @@ def documentation() -> str:
     pages = list(dict.fromkeys(re.findall(r"\]\((docs/[a-z0-9_-]+\.md)\)", readme)))
     return "\n".join([readme] + [(REPO / page).read_text(encoding="utf-8") for page in pages])
 RUNNABLE = (".venv/bin/rag ", ".venv/bin/dagster asset materialize ", ".venv/bin/dagster job execute ")
-SERVERS = (".venv/bin/rag ui", ".venv/bin/rag watch")  # run until stopped: cli/test_ui.py, cli/test_watch.py
+SERVERS = (".venv/bin/rag ui", ".venv/bin/rag watch",  # run until stopped: cli/test_ui.py, cli/test_watch.py,
+           ".venv/bin/rag serve", ".venv/bin/rag mcp")  # system/test_serve.py
 KEY = "sk-readme-test-0000"
 
 

@@ -1,0 +1,58 @@
+"""`rag serve` (HTTP/JSON and MCP over streamable HTTP at /mcp) and `rag mcp` (MCP over stdio): one
+long-lived process with every corpus's index warm (rag_assets.serving; docs/serve.md)."""
+
+from __future__ import annotations
+
+import os
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve the index over HTTP/JSON and MCP (streamable HTTP at /mcp)",
+        description="Serve search, cited answers, the corpora and their pages over HTTP/JSON (GET /health, "
+                    "POST /search, POST /answer, GET /corpora, the API at /docs) and the Model Context Protocol "
+                    "(/mcp). Listens on 127.0.0.1 unless told; any other address needs RAG_SERVE_TOKEN. "
+                    "SIGTERM or Ctrl-C stops it gracefully.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)")
+    p.add_argument("--log-queries", action="store_true", help="write each query's text in the request log (off by default)")
+    _corpus_argument(p)
+    m = sub.add_parser(
+        "mcp",
+        help="serve the index over the Model Context Protocol on stdin/stdout (for desktop assistants and agents)",
+        description="MCP over stdio: the search, read_page, list_pages and answer tools and every page as a "
+                    "resource. Logs go to stderr.",
+    )
+    _corpus_argument(m)
+
+
+def _corpus_argument(p) -> None:
+    p.add_argument("--corpus", dest="serve_corpora", action="append", metavar="NAME",
+                   help="serve this corpus (repeat for several; the first answers requests that name none); "
+                        "default: every corpus, `default` first")
+
+
+def _service(args):
+    from rag_assets.config import Settings
+    from rag_assets.serving.service import IndexService
+
+    names = args.serve_corpora or ([args.corpus] if isinstance(args.corpus, str) else None)  # `rag --corpus X serve`
+    return IndexService.for_corpora(Settings.from_env(), names)
+
+
+def run_serve(args) -> int:
+    from rag_assets.serving.runner import check_bind, configure_logging, serve
+
+    token = os.environ.get("RAG_SERVE_TOKEN") or None
+    check_bind(args.host, token)  # before anything loads
+    configure_logging(args.log_queries)
+    return serve(_service(args), args.host, args.port, token=token, log_queries=args.log_queries)
+
+
+def run_mcp(args) -> int:
+    from rag_assets.serving.runner import configure_logging, serve_stdio
+
+    configure_logging()
+    return serve_stdio(_service(args))
