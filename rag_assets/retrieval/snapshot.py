@@ -232,10 +232,12 @@ class SnapshotView:
         """The k rows (among mask's, or all) nearest the query by exact cosine over the stored vectors,
         best first (ties by row), with their cosines."""
         q = np.asarray(query_vector, dtype=np.float32)
-        if not len(self):
+        if not len(self) or not self.dimension:  # nothing indexed (or nothing with a vector): nothing near
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if mask is not None:  # the selected rows' vectors only
             rows = np.flatnonzero(mask)
+            if not len(rows):
+                return rows.astype(np.int64), np.zeros(0, dtype=np.float32)
             sims = self.vectors(rows) @ q
         else:  # every vector, segment by segment as stored (the dead rows' cosines are dropped after)
             rows = np.arange(len(self))
@@ -261,6 +263,8 @@ class SnapshotView:
 
     def cosines(self, query_vector: np.ndarray, rows: Sequence[int]) -> np.ndarray:
         """Dense cosine of the query with the given rows' stored vectors (float32, in order)."""
+        if not len(rows) or not self.dimension:  # nothing asked, or nothing indexed yet (no dimension)
+            return np.zeros(len(rows), dtype=np.float32)
         return self.vectors(rows) @ np.asarray(query_vector, dtype=np.float32)
 
 

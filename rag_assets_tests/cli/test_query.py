@@ -135,3 +135,18 @@ def test_a_retrieval_timeout_is_one_line(env):
             "try again"], proc.stderr
         if extra:
             assert "RAG_RETRIEVE_TIMEOUT_SECONDS" in json.loads(proc.stdout)["errors"][0]["error"]
+
+
+def test_a_query_before_anything_is_indexed_says_so(tmp_path, monkeypatch, capsys):
+    """A fresh state folder (nothing ever ingested): every mode answers "no results", exit 0 — the
+    snapshot's dense search once multiplied the question by a vector table of no dimension (ValueError)."""
+    for key, folder in (("RAG_DOCS_DIR", "docs"), ("RAG_CHROMA_PATH", "chroma"), ("RAG_STATE_DIR", "state"),
+                        ("RAG_CACHE_DIR", "cache"), ("RAG_CORPORA_DIR", "corpora")):
+        monkeypatch.setenv(key, str(tmp_path / folder))
+    (tmp_path / "docs").mkdir()
+    monkeypatch.setenv("RAG_NO_SERVER", "1")
+    for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "RAG_RETRIEVAL_MODE"):
+        monkeypatch.delenv(var, raising=False)
+    for mode in ("hybrid", "vector", "keyword"):
+        assert main(["query", "How do I stream responses?", "--mode", mode]) == 0, mode
+        assert "no results" in capsys.readouterr().out
