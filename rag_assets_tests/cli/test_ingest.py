@@ -31,11 +31,6 @@ def store() -> ChromaStore:
     return ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=e.model_name, dimension=e.dimension)
 
 
-@pytest.fixture
-def env(rag_env, dagster_home):
-    return rag_env
-
-
 def test_ingest_then_noop_then_one_edit_then_delete(env):
     first, _ = ingest_json()
     assert first["documents_discovered"] == 3 and first["documents_processed"] == 3

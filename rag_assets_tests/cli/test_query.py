@@ -8,13 +8,7 @@ import sys
 import pytest
 
 from rag_assets.cli.main import main
-from rag_assets_tests.conftest import USER_CHOICES
-from rag_assets_tests.support.index_builder import build_sample_index
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_sample_index(tmp_path_factory.mktemp("cli"))
+from rag_assets_tests.support.environment import USER_CHOICES
 
 
 @pytest.fixture

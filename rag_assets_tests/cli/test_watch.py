@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.dagster_dev import REPO, dagster_dev, dagster_dev_env
 
 STAGES = {"document_catalog", "parsed_documents", "markdown_blocks", "document_chunks", "chunk_embeddings",

@@ -11,7 +11,8 @@ import pytest
 
 from rag_assets.evaluation.test_set import load_test_set, score_question, score_test_set, TestSetQuestion
 from rag_assets.retrieval.retriever import SearchResult
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 
 DOCS = {
     "module-1/ch1/embodiment.md": "# Embodiment\n\n## Why a body matters\n\nEmbodiment means the robot's body shapes "

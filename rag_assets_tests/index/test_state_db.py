@@ -106,7 +106,7 @@ def test_a_keyword_build_is_shared_through_postgresql(pg_base, tmp_path):
     url = createdb(pg_base, "state_keyword")
     first_settings = Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "machine-a",
                                        chroma_path=tmp_path / "chroma", docs_dir=tmp_path / "docs")
-    from rag_assets_tests.conftest import write_corpus
+    from rag_assets_tests.support.corpus import write_corpus
 
     write_corpus(tmp_path / "docs")
     build_index(tmp_path / "docs", first_settings)

@@ -13,7 +13,8 @@ from rag_assets.errors import InvalidDocumentError
 from rag_assets.ingest.discovery import discover
 from rag_assets.ingest.document_metadata import MetadataPolicy, complete, file_date
 from rag_assets.ingest.frontmatter import read_document
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 
 DOCS = {
     "faq/billing.md": "# Billing questions\n\nHow invoices work.\n",

@@ -13,7 +13,8 @@ import pytest
 from rag_assets.corpus import Corpus
 from rag_assets.errors import ConfigurationError
 from rag_assets.orchestration.component import MarkdownCorpus
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 
 DG = str(Path(sys.executable).parent / "dg")
 DOCS = {"rules/movement.md": "# Movement\n\n## Difficult terrain\n\nA unit that crosses difficult terrain spends two "

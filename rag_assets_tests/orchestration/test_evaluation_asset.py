@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from rag_assets_tests.conftest import SAMPLE_EVAL_SET
+from rag_assets_tests.support.corpus import SAMPLE_EVAL_SET
 from rag_assets.orchestration.definitions import (
     PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
@@ -290,7 +290,7 @@ def test_rag_evaluate_without_eval_set_and_synthetic_off_prints_one_line_and_exi
 
 
 def test_extra_corpus_is_indexed_on_its_own_and_scored_side_by_side(indexed, rag_env, monkeypatch):
-    from rag_assets_tests.conftest import write_corpus
+    from rag_assets_tests.support.corpus import write_corpus
 
     write_eval(rag_env / "eval" / "small.jsonl", GOOD)
     corpus = rag_env / "second"

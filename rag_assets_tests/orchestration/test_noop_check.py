@@ -24,7 +24,7 @@ from rag_assets.orchestration.noop_check import (
 from rag_assets.orchestration.runs import get_instance, ingest
 from rag_assets.index.stage_store import StageStore
 
-from rag_assets_tests.conftest import subprocess_env
+from rag_assets_tests.support.environment import subprocess_env
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.conftest import SAMPLE_EVAL_SET, write_corpus
+from rag_assets_tests.support.corpus import SAMPLE_EVAL_SET, write_corpus
 from rag_assets_tests.support.dagster_dev import dagster_dev, dagster_dev_env
 
 REPO = Path(__file__).resolve().parents[2]

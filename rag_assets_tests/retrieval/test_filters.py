@@ -15,7 +15,8 @@ from rag_assets.errors import InvalidFilterError
 from rag_assets.pipeline import RAGPipeline
 from rag_assets.retrieval.context import RetrieveRequest
 from rag_assets.retrieval.filters import Filters
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.index_builder import build_index
 
 MODES = ("vector", "keyword", "hybrid")

@@ -15,7 +15,7 @@ import pytest
 
 from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
-from rag_assets_tests.conftest import SAMPLE_DOCS, write_corpus
+from rag_assets_tests.support.corpus import SAMPLE_DOCS, write_corpus
 from rag_assets_tests.support.index_builder import build_index
 
 NEW_DOC = "parts/valves.md"

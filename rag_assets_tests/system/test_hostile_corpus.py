@@ -21,7 +21,7 @@ from rag_assets.embedding import load_embedder
 from rag_assets.errors import DocumentError
 from rag_assets.ingest.frontmatter import decode, read_document
 from rag_assets.index.chroma_store import ChromaStore
-from rag_assets_tests.conftest import SAMPLE_DOCS
+from rag_assets_tests.support.corpus import SAMPLE_DOCS
 from rag_assets_tests.support.hostile_corpus import EMPTY, GOOD, build_hostile_corpus, unlock
 
 

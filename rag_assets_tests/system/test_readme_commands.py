@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.conftest import subprocess_env
+from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.openai_server import OpenAIStubServer
 
 REPO = Path(__file__).resolve().parents[2]
