@@ -27,7 +27,12 @@ _LONGEST_FIRST = ("test_readme_commands.py", "test_scale_out.py", "test_web_ui.p
                   "test_crash_recovery.py", "test_cli_ingest.py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # index/test_state_db.py's throwaway PostgreSQL server
+        if "pg_base" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
     def rank(item) -> int:
         name = item.path.name
         return _LONGEST_FIRST.index(name) if name in _LONGEST_FIRST else len(_LONGEST_FIRST)

@@ -12,6 +12,8 @@ import pytest
 from rag_assets.config import Settings
 from rag_assets_tests.support.corpus import write_corpus
 
+pytestmark = pytest.mark.system
+
 OTHER_DOCS = {
     "rules/movement.md": "# Movement\n\n## Difficult terrain\n\nA unit moving through difficult terrain spends two "
                          "inches of movement for every inch it moves, and may not run or charge that turn.\n",

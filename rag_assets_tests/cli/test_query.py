@@ -88,6 +88,7 @@ def test_query_batch_all_good_exits_zero(env, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["id"] == 1
 
 
+@pytest.mark.system
 def test_query_batch_with_one_latin1_line_answers_the_others(env, tmp_path):
     """Through the real `rag` entry point in a child process: no traceback, the bad line named."""
     batch = tmp_path / "mixed.jsonl"

@@ -81,6 +81,7 @@ def course(tmp_path_factory):
     return root, env
 
 
+@pytest.mark.system
 def test_scoring_over_a_real_index_per_mode(course):
     from rag_assets.config import Settings
     from rag_assets.pipeline import RAGPipeline
@@ -95,6 +96,7 @@ def test_scoring_over_a_real_index_per_mode(course):
     assert hybrid["keywords.coverage@1.questions"] == 2
 
 
+@pytest.mark.system
 def test_rag_evaluate_test_set_json_prints_its_metrics(course):
     root, env = course
     cmd = [sys.executable, "-m", "rag_assets", "evaluate", "--test-set", str(root / "test_set.json"), "--top-k", "2"]

@@ -68,6 +68,7 @@ def run(args, cwd, env, timeout=300):
     return proc
 
 
+@pytest.mark.system
 def test_scaffolded_corpus_component_loads_materializes_and_answers(tmp_path):
     project = user_project(tmp_path / "proj")
     home = tmp_path / "dagster_home"

@@ -95,6 +95,7 @@ def test_checks_fail_when_quality_is_broken_and_labels_drift(indexed, rag_env, m
     assert "Prompt versioning" in problems and "quotas.md" in problems
 
 
+@pytest.mark.system
 def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     eval_file = write_eval(rag_env / "elsewhere" / "set.jsonl", GOOD)
     monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.5")
@@ -280,6 +281,7 @@ def test_no_eval_set_with_synthetic_sets_off_is_skipped_with_the_reason_not_fail
     assert checks == {}  # nothing was checked: neither passed nor failed
 
 
+@pytest.mark.system
 def test_rag_evaluate_without_eval_set_and_synthetic_off_prints_one_line_and_exits_non_zero(rag_env, dagster_home):
     env = {**os.environ, "RAG_EVAL_SYNTHETIC": "off"}
     proc = subprocess.run([sys.executable, "-m", "rag_assets", "evaluate"], capture_output=True, text=True,

@@ -23,6 +23,7 @@ from rag_assets_tests.support.postgres_server import postgres_server, requires_p
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [
+    pytest.mark.system,  # `rag ingest` as a subprocess
     *requires_postgres,
     pytest.mark.skipif(importlib.util.find_spec("dagster_postgres") is None,
                        reason="dagster-postgres not installed (pip install -e '.[dev]')"),

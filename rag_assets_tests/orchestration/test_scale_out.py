@@ -24,7 +24,7 @@ from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.openai_server import OpenAIStubServer
 from rag_assets_tests.support.postgres_server import createdb, postgres_server, requires_postgres
 
-pytestmark = [*requires_postgres, requires_chroma]
+pytestmark = [pytest.mark.system, *requires_postgres, requires_chroma]
 KEY = "sk-scale-out-test-0000"
 
 

@@ -14,11 +14,14 @@ import sys
 import time
 
 import dagster as dg
+import pytest
 
 from rag_assets_tests.support.chroma_server import ChromaServer, free_port, requires_chroma
 from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.dagster_instance import instance_yaml
 from rag_assets_tests.support.environment import subprocess_env
+
+pytestmark = pytest.mark.system
 
 
 def _alive(pid: int) -> bool:

@@ -36,9 +36,9 @@ EDGES = set(zip(CHAIN, CHAIN[1:])) | {("vector_index", "index_audit"), ("vector_
                                       ("document_catalog", "synthetic_eval_set"),
                                       ("synthetic_eval_set", "retrieval_evaluation")}
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.system, pytest.mark.browser, pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does it)"
-)
+)]
 
 
 @pytest.fixture

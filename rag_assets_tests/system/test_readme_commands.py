@@ -83,6 +83,7 @@ def scratch(tmp_path, monkeypatch):
     return tmp_path, home
 
 
+@pytest.mark.system
 def test_every_readme_command_runs_as_written(scratch):
     tmp_path, home = scratch
     commands = readme_commands(documentation())

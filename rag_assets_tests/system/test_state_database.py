@@ -57,6 +57,7 @@ def read_only_mount(source: Path, target: Path):
         subprocess.run(["umount", str(target)], check=True)
 
 
+@pytest.mark.system
 def test_a_query_reads_a_state_folder_it_cannot_write_and_an_ingest_says_why_it_cannot(indexed):
     checkpoint(indexed / "state")  # the hardest case: no -shm file, and SQLite may not create one
     with read_only_mount(indexed / "state", indexed / "state_ro") as state_ro:
@@ -81,6 +82,7 @@ def test_opening_the_state_database_never_writes(indexed):
     db.dispose()
 
 
+@pytest.mark.system
 def test_a_damaged_state_database_is_named_with_its_fix_and_the_fix_works(indexed):
     state = indexed / "state"
     checkpoint(state)
