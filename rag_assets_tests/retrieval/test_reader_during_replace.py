@@ -25,6 +25,8 @@ from rag_assets_tests.retrieval.test_reader_follows_index import MODES, Reader, 
 from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.index_builder import build_index
 
+pytestmark = pytest.mark.system
+
 LONG = "manual/zebras.md"
 QUERY = "zebra protocol step stripes enclosure logbook"
 
