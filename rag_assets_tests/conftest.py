@@ -24,22 +24,35 @@ if not os.environ.get("TIKTOKEN_CACHE_DIR"):
 # worker a contiguous block of the collection, so the long tests are interleaved for every worker to
 # start on one, and the short ones at the end of each block are what an idle worker steals.
 _LONGEST_FIRST = ("test_readme_commands.py", "test_scale_out.py", "test_web_ui.py", "test_concurrency.py",
-                  "test_crash_recovery.py", "test_cli_ingest.py")
+                  "test_crash_recovery.py", "test_cli_ingest.py", "test_pipeline.py")
+# Module fixtures too costly to build once per worker (the bundled corpus indexed: ~95 CPU-seconds):
+# the tests of a module that use one are dealt to one worker together.
+_BUILT_ONCE = ("bundled",)
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_itemcollected(item):
+    if "pg_base" in getattr(item, "fixturenames", ()):  # index/test_state_db.py's throwaway PostgreSQL server
+        item.add_marker(pytest.mark.postgres)
+
+
 def pytest_collection_modifyitems(config, items):
-    for item in items:  # index/test_state_db.py's throwaway PostgreSQL server
-        if "pg_base" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.postgres)
-
     def rank(item) -> int:
         name = item.path.name
         return _LONGEST_FIRST.index(name) if name in _LONGEST_FIRST else len(_LONGEST_FIRST)
 
     ordered = sorted(items, key=rank)  # stable: the order within a file is kept
+    units, together = [], {}
+    for item in ordered:
+        key = next((f"{item.path}::{name}" for name in _BUILT_ONCE if name in item.fixturenames), None)
+        if key is None:
+            units.append([item])
+        elif key in together:
+            together[key].append(item)
+        else:
+            together[key] = [item]
+            units.append(together[key])
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    items[:] = [item for worker in range(workers) for item in ordered[worker::workers]]
+    items[:] = [item for worker in range(workers) for unit in units[worker::workers] for item in unit]
 
 
 @pytest.fixture
