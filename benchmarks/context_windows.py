@@ -55,22 +55,17 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 
 class Sections:
-    """The index's chunks grouped by section (the product's own grouping: SearchSnapshot.section_rows)."""
+    """The index's chunks grouped by section (the product's own grouping: SnapshotView.section_rows)."""
 
     def __init__(self, retriever):
-        self.keyword = retriever.snapshot
-        self.texts = {cid: text for cid, text, _ in retriever.store.iter_all()}
-        self.keyword.ensure_current()
+        self.view = retriever.view()
 
     def of(self, chunk_id: str):
         """(chunk ids, token counts, texts) of the chunk's section in document order, its place."""
-        found = self.keyword.section_rows(chunk_id)
-        if found is None:
-            return [chunk_id], [max(1, len(self.texts.get(chunk_id, "")) // 4)], [self.texts.get(chunk_id, "")], 0
-        rows, at = found
-        ids = [self.keyword.chunk_id(int(r)) for r in rows]
-        tokens = [self.keyword.table(int(r)).tokens for r in rows]
-        return ids, tokens, [self.texts[c] for c in ids], at
+        row = self.view.row(chunk_id)
+        rows, at = self.view.section_rows(row)
+        ids = [self.view.chunk_id(int(r)) for r in rows]
+        return ids, [self.view.tokens(int(r)) for r in rows], [self.view.text(int(r)) for r in rows], at
 
 
 def window_variant(budget: int, first: str = "after"):

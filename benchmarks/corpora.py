@@ -13,7 +13,7 @@ results carry one). Each paper is one section (no headings), so its section-leve
 *answer* hit@k / MRR, and document recall@k is whether the right paper is found.
 
 `open_corpus(name)` returns a Retriever over that corpus's index in ``<workdir>/<name>/`` (Chroma,
-state, keyword index), building it first if it is empty. Vectors come from one embedding cache shared
+state, search snapshot), building it first if it is empty. Vectors come from one embedding cache shared
 by every corpus (``<workdir>/embeddings.sqlite``): after a chunking change only the chunks whose
 indexed text changed are embedded again. Nothing here is written into the repository.
 """
@@ -87,7 +87,7 @@ def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = F
         start = time.perf_counter()
         built = build_index(corpus.docs, settings, embedder=retriever.embedder, cache=cache)
         built["seconds"] = round(time.perf_counter() - start, 1)
-    retriever.snapshot.ensure_current()
+    retriever.view()  # the search snapshot open (built from the store once if the index predates it)
     return retriever, built
 
 

@@ -7,12 +7,13 @@ Run by hand from the repo root (results: benchmarks/freshness.md):
 What it does: copies the bundled corpus and eval set into a scratch folder, indexes it with
 `rag ingest`, starts `dagster dev` on the repo's workspace with a copy of the repo's dagster.yaml
 (only its storage paths moved into the scratch folder), switches docs_sensor on, and keeps one
-long-lived reader (a RAGPipeline in this process, as a chat backend holds one) that polls every
-0.25 s. It then makes changes one at a time — edit (a new sentence appended to a page), add (a new
+long-lived reader (a RAGPipeline in this process, made before `dagster dev` starts and asked through
+retrieve(), as a chat backend holds one: --reader) that polls every 0.25 s. It then makes changes one at a time — edit (a new sentence appended to a page), add (a new
 page), rename, delete — and bursts of 10 edits at once, and times each from the write to the first
 query whose results show it (the page's chunk with the new sentence among the top 5; the renamed page under
 its new path only; the deleted page in no result). Runs are read back over GraphQL to split each
-change's time into: until the sensor asked (tick), queued, run start to end.
+change's time into: until the sensor asked (tick), queued, run start to end; and the reader's own share,
+how long the query that first showed the change took.
 
 With --watch, `rag watch` runs beside `dagster dev` (rag_assets.orchestration.watch) and asks for
 the runs on file events; the sensor stays on and stands back while the watcher's heartbeat is fresh.
@@ -123,30 +124,45 @@ def scratch_env(scratch: Path) -> dict:
 
 
 class Reader:
-    """One long-lived pipeline, as a chat backend holds one. A query that raises is a finding:
-    counted and printed, and the poll goes on."""
+    """One long-lived pipeline, as a chat backend holds one: made once when the service starts (before
+    `dagster dev` here) and asked through ``retrieve(RetrieveRequest(...))`` (``--reader retrieve``, the
+    default: the result cache, the threshold gate and the contexts a backend hands on; the probe's
+    made-up words are under any relevance threshold, so the gate is off for it) or ``search()``
+    (``--reader search``: the ranking alone, what this benchmark asked before). A query that raises is a
+    finding: counted and printed, and the poll goes on. ``last_seconds``: how long the last query took
+    (the one that first showed a change: the reader's own share of the time to searchable)."""
 
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, how: str = "retrieve"):
         os.environ.update(env)
         from rag_assets.pipeline import RAGPipeline
 
         self.pipeline = RAGPipeline.from_settings()
+        self.how = how
         self.errors = 0
+        self.last_seconds = 0.0
 
     def docs_for(self, text: str) -> list:
+        from rag_assets.retrieval.context import RetrieveRequest
+
+        started = time.perf_counter()
         try:
-            return self.pipeline.search(text, None, 5)
+            if self.how == "search":
+                return self.pipeline.search(text, None, 5)
+            return self.pipeline.retrieve(RetrieveRequest(text, max_chunks=5, min_relevance=-1.0)).document_chunks
         except Exception as exc:
             self.errors += 1
             print(f"  reader: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
             return []
+        finally:
+            self.last_seconds = time.perf_counter() - started
 
-    def wait(self, done, started: float) -> float:
+    def wait(self, done, started: float) -> tuple[float, float]:
+        """(seconds from `started` to the first query that shows it, that query's own seconds)."""
         while time.monotonic() - started < TIMEOUT_SECONDS:
             if done():
-                return time.monotonic() - started
+                return time.monotonic() - started, self.last_seconds
             time.sleep(POLL_SECONDS)
-        return float("nan")
+        return float("nan"), float("nan")
 
 
 def marker() -> str:
@@ -174,9 +190,10 @@ def run_changes(reader: Reader, docs: Path, n: int, bursts: int) -> list[dict]:
     pages = sorted(p for p in docs.rglob("*.md"))
     log: list[dict] = []
 
-    def record(kind: str, seconds: float, wall_start: float) -> None:
-        log.append({"kind": kind, "seconds": seconds, "at": wall_start})
-        print(f"  {kind:7s} {seconds:6.1f} s", flush=True)
+    def record(kind: str, waited: tuple[float, float], wall_start: float) -> None:
+        seconds, query = waited
+        log.append({"kind": kind, "seconds": seconds, "at": wall_start, "query": query})
+        print(f"  {kind:7s} {seconds:6.1f} s (its query {query:.2f} s)", flush=True)
 
     added: list[tuple[Path, str]] = []
     for i in range(n):
@@ -217,22 +234,23 @@ def run_changes(reader: Reader, docs: Path, n: int, bursts: int) -> list[dict]:
         while pending and time.monotonic() - t0 < TIMEOUT_SECONDS:
             for page, word in list(pending.items()):
                 if shows(reader, word, page.relative_to(docs).as_posix())():
-                    record("burst", time.monotonic() - t0, wall)
+                    record("burst", (time.monotonic() - t0, reader.last_seconds), wall)
                     del pending[page]
             time.sleep(POLL_SECONDS)
         for _ in pending:
-            record("burst", float("nan"), wall)
+            record("burst", (float("nan"), float("nan")), wall)
         time.sleep(1.0)
     return log
 
 
 def phases(changes: list[dict], runs: list[dict]) -> dict[str, list[float]]:
     """For each change, the first ingestion run created after it: tick = its creation - the
-    write, queued = its start - its creation, run = its end - its start."""
+    write, queued = its start - its creation, run = its end - its start; and reader = how long the
+    query that first showed the change took."""
     index_runs = sorted((r for r in runs if not any(t["key"] == "rag/run" and t["value"] == "evaluation"
                                                     for t in r["tags"]) and r["startTime"]),
                         key=lambda r: r["creationTime"])
-    out: dict[str, list[float]] = {"tick": [], "queued": [], "run": []}
+    out: dict[str, list[float]] = {"tick": [], "queued": [], "run": [], "reader": [c["query"] for c in changes]}
     for change in changes:
         run = next((r for r in index_runs if r["creationTime"] >= change["at"]), None)
         if run and run["endTime"]:
@@ -272,6 +290,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--watch", action="store_true",
                         help="also run `rag watch` beside dagster dev (the sensor stays on and stands back)")
+    parser.add_argument("--reader", choices=("retrieve", "search"), default="retrieve",
+                        help="how the long-lived pipeline is asked (see Reader)")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="rag-freshness-"))
@@ -284,6 +304,8 @@ def main() -> None:
         subprocess.run([str(Path(sys.executable).with_name("rag")), "ingest", "--json"], cwd=REPO, env=env,
                        check=True, stdout=subprocess.DEVNULL)
         print(f"initial ingest {time.monotonic() - t0:.0f} s", flush=True)
+        reader = Reader(env, args.reader)  # the service is up before the orchestrator
+        reader.docs_for("warm the reader up")
         dagster = Dagster(env, scratch / "dagster-dev.log")
         location, repository = dagster.wait_loaded()
         dagster.start_sensor(location, repository, "docs_sensor")
@@ -291,7 +313,6 @@ def main() -> None:
             watcher = subprocess.Popen([str(Path(sys.executable).with_name("rag")), "watch", "--url", dagster.url],
                                        cwd=REPO, env=env, stdout=open(scratch / "watch.log", "wb"),
                                        stderr=subprocess.STDOUT, start_new_session=True)
-        reader = Reader(env)
         time.sleep(10)  # the first sensor tick only takes the folder's snapshot
         singles_and_bursts = run_changes(reader, scratch / "docs", args.changes, args.bursts)
         singles = [c for c in singles_and_bursts if c["kind"] != "burst"]

@@ -57,7 +57,7 @@ def with_summary(index_text: str, summary: str, chunk_text: str) -> str:
 def patch(words: int, lead: str, bm25: bool) -> None:
     """Chunking (and with bm25 the keyword text) as the variant has it, in this process."""
     import rag_assets.ingest.folder_index as folder_index
-    import rag_assets.retrieval.snapshot as keyword
+    import rag_assets.retrieval.snapshot_segments as keyword
 
     chunk_document = folder_index.chunk_document
 
@@ -72,8 +72,7 @@ def patch(words: int, lead: str, bm25: bool) -> None:
         return chunks
 
     folder_index.chunk_document = chunk_with_summary
-    keyword.FORMAT_VERSION = f"{keyword.FORMAT_VERSION}-page-summary-{words}-{lead}-{int(bm25)}"
-    if bm25:
+    if bm25:  # the variant's workdir is its own: its snapshot is committed with this text
         chunk_index_text = keyword.chunk_index_text
 
         def keyword_text(text, metadata):

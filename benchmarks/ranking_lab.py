@@ -4,7 +4,7 @@ in seconds, without touching the embedder or Chroma again.
 `load(name)` collects, once per corpus index generation, what any ranking rule can use: the chunk
 table (ids, doc_path, section, breadcrumb, title, text), the stored embeddings, and per eval question
 its embedding, the exact cosine with every chunk and the BM25 score of every chunk (the production
-SearchSnapshot). It is cached as ``<workdir>/<name>/lab-<generation>.npz`` + ``.json``.
+SnapshotView). It is cached as ``<workdir>/<name>/lab-<generation>.npz`` + ``.json``.
 
 A *ranker* is ``rank(corpus, qi) -> list[int]`` (chunk rows, best first); `score(corpus, ranker)`
 runs it on every question and scores the first 10 with the project's evaluation (section R@3, R@5,
@@ -62,22 +62,20 @@ def load(name: str, workdir: Path = DEFAULT_WORKDIR) -> LabCorpus:
     from rag_assets.retrieval.terms import tokenize
 
     retriever, _ = open_corpus(name, workdir)
-    kw = retriever.snapshot
-    kw.ensure_current()
-    generation = kw.meta["generation"]
+    view = retriever.view()
+    generation = view.generation
     base = Path(workdir) / name / f"lab-{generation[:16]}"
     questions = load_eval_set(CORPORA[name].eval_set).questions
     if not base.with_suffix(".npz").exists():
-        ids = list(kw._ids)
-        by_id = {}
-        for cid, text, meta in retriever.store.iter_all():
-            by_id[cid] = Row(cid, meta["doc_path"], meta.get("section", ""), meta.get("heading_breadcrumb", ""), text,
-                             meta.get("title", ""), int(meta.get("chunk_index", 0)))
-        rows = [by_id[c] for c in ids]
+        n = len(view)
+        rows = []
+        for r in range(n):
+            meta = view.metadata(r)
+            rows.append(Row(view.chunk_id(r), meta["doc_path"], meta.get("section", ""), meta.get("heading_breadcrumb", ""),
+                            view.text(r), meta.get("title", ""), int(meta.get("chunk_index", 0))))
         qvecs = np.vstack([retriever.embed_query(q.question) for q in questions])
-        n = len(ids)
-        bm25 = np.vstack([s if (s := kw.scores(q.question)) is not None else np.zeros(n, np.float32) for q in questions])
-        np.savez(base.with_suffix(".npz"), embeddings=np.asarray(kw._embeddings), qvecs=qvecs, bm25=bm25)
+        bm25 = np.vstack([s if (s := view.scores(q.question)) is not None else np.zeros(n, np.float32) for q in questions])
+        np.savez(base.with_suffix(".npz"), embeddings=view.vectors(range(n)), qvecs=qvecs, bm25=bm25)
         base.with_suffix(".json").write_text(json.dumps([r.__dict__ for r in rows]))
     data = np.load(base.with_suffix(".npz"))
     rows = [Row(**r) for r in json.loads(base.with_suffix(".json").read_text())]

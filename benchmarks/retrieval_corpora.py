@@ -3,13 +3,16 @@
     python benchmarks/retrieval_corpora.py [--workdir /tmp/rag-corpora] [--corpora claude-docs,fastapi,textbook]
         [--modes vector,keyword,hybrid] [--set RAG_MAX_RESULTS_PER_PAGE=0 ...] [--json] [--worst N]
         [--probe "fastapi::How do I serve images and CSS files?::tutorial/static-files.md"] [--intervals]
+        [--save DIR] [--against DIR]
 
 Indexes come from benchmarks/corpora.py (built once into --workdir, embeddings cached). Scoring is
 the project's evaluation (rag_assets.evaluation, the section rule of ../shared/README.md): each
 question retrieves 10 results; section recall@3, recall@5, MRR@10 over distinct (doc_path, section)
 units, and the number of distinct pages among the 10 results. With --intervals, per corpus: hybrid's
 headline means with their 95 % bootstrap intervals, and hybrid minus each single mode, paired by
-question (rag_assets.evaluation.confidence).
+question (rag_assets.evaluation.confidence). --save DIR keeps each corpus's per-question rows
+(DIR/<corpus>/); --against DIR pairs this run with the rows saved there, by question, per mode (each
+headline metric's move with its 95 % interval): before and after a change, run at each commit.
 """
 
 from __future__ import annotations
@@ -71,18 +74,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--intervals", action="store_true",
                         help="also print hybrid's 95%% intervals and its paired lead over each mode, per corpus")
+    parser.add_argument("--save", type=Path, help="keep each corpus's per-question rows in DIR/<corpus>/")
+    parser.add_argument("--against", type=Path, help="pair this run with the rows --save kept in DIR, by question")
     args = parser.parse_args(argv)
     probes = [p.split("::", 2) for p in args.probe]
     if any(len(p) != 3 for p in probes):
         parser.error("--probe takes CORPUS::QUESTION::DOC_PATH")
 
     modes = args.modes.split(",")
+    names = args.corpora.split(",")
+    saved_runs = {}
+    if args.against:  # every corpus's saved run is read before anything is scored
+        from rag_assets.evaluation.runner import EvaluationReport
+
+        for name in names:
+            saved_runs[name] = EvaluationReport.latest_saved(args.against / name)
+            if saved_runs[name] is None:
+                parser.error(f"no saved run of {name} in {args.against / name}")
     overrides = _overrides(args.set)
     results: dict[str, dict[str, dict[str, float]]] = {}
-    for name in args.corpora.split(","):
+    for name in names:
         retriever, _ = open_corpus(name, Path(args.workdir), **overrides)
         report = score_corpus(retriever, name, modes)
         results[name] = {m: {c: report.metrics[m][c] for c in COLUMNS} for m in modes}
+        if args.against:
+            report.compare_with(*saved_runs[name])
+            print(f"\n{name}: this run against {args.against / name}\n"
+                  f"{report.changes_table() or 'no question in common with the saved run'}",
+                  file=sys.stderr if args.json else sys.stdout)
+        if args.save:
+            report.save(args.save / name)
         for corpus, question, doc_path in probes:
             if corpus == name:
                 print(f"{name}: {probe_line(retriever, question, doc_path, modes)}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""In-process query latency of each retrieval mode at ~1k, 10k and 100k chunks, and the BM25 index's memory.
+"""In-process query latency of each retrieval mode at ~1k, 10k and 100k chunks, and the search snapshot's memory.
 
 Large collections are made WITHOUT re-embedding (embedding 100k chunks takes ~1.5 h on 2 cores):
 a real index of the bundled sample corpus (data/docs, ~1.45k chunks) is built once with
@@ -8,8 +8,8 @@ rag_assets_tests/index_builder.build_index, then replicated into a new Chroma co
   text plus one token unique to the copy (``zqcopy<c>``), and the original vector plus gaussian noise
   (sigma = --noise per dimension, default 0.01 -> cosine ~0.98 with the original), renormalised;
 - the 1k collection is the first 1,000 original chunks (no copies);
-- the index generation of the size's state folder is bumped, so the keyword index is (re)built by the
-  project's own code on first use, exactly as after an ingest.
+- the size's search snapshot is then built from that collection by the project's own code
+  (SnapshotWriter.rebuild: what a reader does, once, over an index an earlier version wrote), timed.
 
 Queries go through the project's own ``Retriever`` (default settings: hybrid = z-scored convex fusion,
 heading second stage on the top 30, diversity; candidate depth max(50, 5*top_k); each result's context,
@@ -17,13 +17,14 @@ RAG_CONTEXT_TOKENS, unless --context-tokens says otherwise), top_k = 5, over the
 times each, default 2 -> 200 samples per mode), with the per-process query-embedding cache emptied
 before every query, so every measured query embeds its text (asserted from the cache's miss count).
 Reported: p50 / p95 / max after a warm-up, plus the same for the parts of a hybrid query (query
-embedding, Chroma query with and without documents, BM25 search, the contexts of its 5 results) to show
-where the time goes.
+embedding, the exact dense list of 50 over the stored vectors, Chroma's HNSW query of 50 for comparison
+(what a query asked before the snapshot held everything), BM25, the contexts of its 5 results) to show
+where the time goes, and the process's peak RSS.
 
-Keyword index memory is measured in a fresh subprocess per size: RSS before and after
-``SearchSnapshot.ensure_current()`` loads the persisted build (bm25s arrays + ids; the stored embeddings
-are memory-mapped, so they are counted only as pages are touched), the build's own time and peak RSS
-(a first subprocess that builds), and the size on disk of the build folder.
+The snapshot's memory is measured in a fresh subprocess per size: RSS before and after a reader opens
+the live view (the segments' arrays are memory-mapped: counted only as pages are touched), after its
+first hybrid query (the exact dense search reads every stored vector) and the process's peak, and the
+snapshot's size on disk.
 
     python benchmarks/retrieval_latency.py [--workdir /tmp/rag-latency] [--sizes 1000,10000,100000]
         [--queries N] [--json]
@@ -117,16 +118,19 @@ def ensure_source(workdir: Path, embedder, source_chroma: str | None = None) -> 
 
 
 def ensure_scaled(workdir: Path, embedder, source: list[tuple], size: int, noise: float, seed: int = 7) -> dict:
-    """A collection ``scale_<size>`` of exactly ``size`` chunks made from the source chunks."""
+    """A collection ``scale_<size>`` of exactly ``size`` chunks made from the source chunks, and its
+    search snapshot."""
     import numpy as np
 
     from rag_assets.index.generation import bump_generation
+    from rag_assets.retrieval.snapshot_builds import snapshot_follows
+    from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
     name = f"scale_{size}"
     settings = _settings(workdir, name)
     store = _store(settings, embedder)
-    if store.count() == size:
-        return {"collection": name, "chunks": size, "created_seconds": None}
+    if store.count() == size and snapshot_follows(settings):
+        return {"collection": name, "chunks": size, "created_seconds": None, "snapshot_seconds": None}
     if store.count():
         store._client.delete_collection(name)  # a half-written earlier run
         store = _store(settings, embedder)
@@ -141,6 +145,8 @@ def ensure_scaled(workdir: Path, embedder, source: list[tuple], size: int, noise
             ids.clear(), docs.clear(), metas.clear(), vecs.clear()
 
     made, copy = 0, 0
+    if store.count() == size:
+        made = size  # the collection is there; its snapshot is not
     while made < size:
         for cid, text, meta, emb in source:
             if made == size:
@@ -160,58 +166,59 @@ def ensure_scaled(workdir: Path, embedder, source: list[tuple], size: int, noise
         copy += 1
     flush()
     bump_generation(settings.state_dir)
-    return {"collection": name, "chunks": store.count(), "created_seconds": round(time.perf_counter() - start, 1)}
+    created = round(time.perf_counter() - start, 1)
+    start = time.perf_counter()
+    SnapshotWriter(settings, store).rebuild("a collection the benchmark made by copying")
+    return {"collection": name, "chunks": store.count(), "created_seconds": created,
+            "snapshot_seconds": round(time.perf_counter() - start, 1)}
 
 
 # ----------------------------------------------------------------------------------------------
 _MEMORY_CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
-from retrieval_latency import _settings, _store, rss_mb
+from retrieval_latency import _settings, rss_mb
 from pathlib import Path
+import numpy  # imported before the baseline so the delta is the snapshot, not the libraries
 from rag_assets.embedding import load_embedder
-from rag_assets.retrieval.snapshot import SearchSnapshot
+from rag_assets.retrieval.retriever import Retriever
 settings = _settings(Path({workdir!r}), {name!r})
-embedder = load_embedder(settings)
-store = _store(settings, embedder)
-store.count()
-import bm25s, numpy  # imported before the baseline so the delta is the index, not the libraries
+retriever = Retriever(load_embedder(settings), None, settings)
+retriever.embed_query("warm the model up")
 before = rss_mb()
-kw = SearchSnapshot(store, settings.state_dir, settings.collection)
 start = time.perf_counter()
-kw.ensure_current()
+view = retriever.view()
 seconds = time.perf_counter() - start
 after = rss_mb()
-kw.search("how do I stream responses with server-sent events", 50)
-print(json.dumps({{"built": kw.builds, "loaded": kw.loads, "seconds": round(seconds, 3),
+start = time.perf_counter()
+retriever.search("how do I stream responses with server-sent events", "hybrid", 5)
+first = time.perf_counter() - start
+print(json.dumps({{"rebuilds": retriever.snapshot.rebuilds, "seconds": round(seconds, 3),
+                  "first_query_seconds": round(first, 3),
                   "rss_before_mb": round(before, 1), "rss_after_mb": round(after, 1),
                   "rss_delta_mb": round(after - before, 1), "rss_after_search_mb": round(rss_mb(), 1),
                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                  "meta": kw.meta}}))
+                  "segments": [s["rows"] for s in view.manifest["segments"]]}}))
 """
 
 
 def keyword_memory(workdir: Path, name: str) -> dict:
-    """Build (if needed) then load the keyword index in fresh processes; RSS deltas and disk size."""
+    """Open the snapshot in a fresh process (nothing is built there), then one hybrid query; RSS and disk."""
     code = _MEMORY_CHILD.format(root=str(ROOT), here=str(HERE), workdir=str(workdir), name=name)
-    runs = []
-    for _ in range(2):  # the first run builds when the generation is new, the second only loads
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    build = next((r for r in runs if r["built"]), None)
-    load = runs[-1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    load = json.loads(out.stdout.strip().splitlines()[-1])
+    assert load["rebuilds"] == 0, "the snapshot was not there"
     folder = workdir / "state" / name / "keyword" / name
-    current = folder / (folder / "CURRENT").read_text().strip()
     return {
-        "build_seconds": load["meta"].get("build_seconds"),
-        "build_peak_rss_delta_mb": round(build["peak_rss_mb"] - build["rss_before_mb"], 1) if build else None,
+        "segments": load["segments"],
         "load_seconds": load["seconds"],
+        "first_query_seconds": load["first_query_seconds"],
         "load_rss_delta_mb": load["rss_delta_mb"],
         "rss_delta_after_first_search_mb": round(load["rss_after_search_mb"] - load["rss_before_mb"], 1),
-        "vocabulary": load["meta"].get("vocabulary"),
-        "disk_bm25_mb": round(dir_mb(current / "bm25"), 1),
-        "disk_embeddings_mb": round((current / "embeddings.npy").stat().st_size / 2**20, 1),
-        "disk_total_mb": round(dir_mb(current), 1),
+        "peak_rss_mb": load["peak_rss_mb"],
+        "disk_vectors_mb": round(sum(p.stat().st_size for p in folder.glob("seg-*/vectors.npy")) / 2**20, 1),
+        "disk_postings_mb": round(sum(p.stat().st_size for p in folder.glob("seg-*/post_*.npy")) / 2**20, 1),
+        "disk_total_mb": round(dir_mb(folder), 1),
     }
 
 
@@ -236,16 +243,17 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
     settings = _settings(workdir, name, **({} if context_tokens is None else {"context_tokens": context_tokens}))
     store = _store(settings, embedder)
     retriever = Retriever(embedder, store, settings)
-    retriever.snapshot.ensure_current()
+    view = retriever.view()
     modes = ("vector", "keyword", "hybrid")
     depth = max(50, 5 * TOP_K)
-    for q in questions[:warmup]:  # warm Chroma's HNSW segment and the BM25 arrays, not timed
+    for q in questions[:warmup]:  # warm the snapshot's pages and Chroma's HNSW segment, not timed
         for mode in modes:
             retriever._embeddings.clear()
             retriever.search(q + " warm-up", mode, TOP_K)
+        store._collection.query(query_embeddings=[embedder.embed_query(q)], n_results=depth, include=["distances"])
     out = {"load1_before": round(load1(), 2)}
     ms: dict[str, list[float]] = {m: [] for m in modes}
-    part_names = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50", "context_top5")
+    part_names = ("embed", "exact_dense_k50", "chroma_hnsw_k50", "bm25_search_k50", "context_top5")
     parts: dict[str, list[float]] = {k: [] for k in part_names}
     misses = retriever._embeddings.misses
     for i, q in enumerate(questions * passes):
@@ -258,18 +266,18 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
         t0 = time.perf_counter()
         vec = embedder.embed_query(q)
         t1 = time.perf_counter()
-        store.query(vec, top_k=depth)  # what hybrid does: documents + metadatas of 50 candidates
+        view.nearest(vec, depth)  # the dense list: exact cosine over every stored vector
         t2 = time.perf_counter()
-        store._collection.query(query_embeddings=[vec], n_results=depth, include=["distances"])
+        store._collection.query(query_embeddings=[vec], n_results=depth, include=["distances"])  # before: Chroma's HNSW
         t3 = time.perf_counter()
-        retriever.snapshot.search(q, depth)
+        view.search(q, depth)
         t4 = time.perf_counter()
         # each result's context (RAG_CONTEXT_TOKENS, or 400 when it is 0 for this run): hybrid's top 5
         results = retriever.search(q, "hybrid", TOP_K, context_tokens=0)
         t5 = time.perf_counter()
         retriever.add_context(results, settings.context_tokens or 400)
         t6 = time.perf_counter()
-        for key, a, b in (("embed", t0, t1), ("chroma_query_k50", t1, t2), ("chroma_ids_only_k50", t2, t3),
+        for key, a, b in (("embed", t0, t1), ("exact_dense_k50", t1, t2), ("chroma_hnsw_k50", t2, t3),
                           ("bm25_search_k50", t3, t4), ("context_top5", t5, t6)):
             parts[key].append(1000 * (b - a))
     assert retriever._embeddings.misses - misses == passes * len(questions) * len(modes), "a query embedding was cached"
@@ -277,6 +285,9 @@ def measure(workdir: Path, embedder, name: str, questions: list[str], warmup: in
         out[mode] = summary(ms[mode])
     out["parts"] = {k: summary(v) for k, v in parts.items()}
     out["load1_after"] = round(load1(), 2)
+    import resource
+
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return out
 
 
@@ -349,24 +360,23 @@ def main(argv: list[str] | None = None) -> int:
             s = lat[mode]
             load = f"{lat['load1_before']}/{lat['load1_after']}"
             print(f"| {size:,} | {mode} | {s['p50']} | {s['p95']} | {s['max']} | {load} |")
-    print("\n| chunks | embed p50/p95 | Chroma query k=50 with docs+metadata p50/p95 | Chroma k=50 ids+distances only "
-          "p50/p95 | BM25 search k=50 p50/p95 | contexts of the top 5 p50/p95 |")
-    print("|---|---|---|---|---|---|")
+    print("\n| chunks | embed p50/p95 | exact dense k=50 p50/p95 | (Chroma HNSW k=50, before) p50/p95 "
+          "| BM25 search k=50 p50/p95 | contexts of the top 5 p50/p95 | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|")
     for size, e in results["sizes"].items():
         p = e["latency"]["parts"]
-        keys = ("embed", "chroma_query_k50", "chroma_ids_only_k50", "bm25_search_k50", "context_top5")
+        keys = ("embed", "exact_dense_k50", "chroma_hnsw_k50", "bm25_search_k50", "context_top5")
         cells = [f"{p[k]['p50']}/{p[k]['p95']}" for k in keys]
-        print(f"| {size:,} | " + " | ".join(cells) + " |")
+        print(f"| {size:,} | " + " | ".join(cells) + f" | {e['latency']['peak_rss_mb']} |")
     if not args.skip_memory:
-        print("\n| chunks | vocabulary | build s | build peak RSS Δ MB | load s | load RSS Δ MB "
-              "| Δ after 1st search MB "
-              "| disk bm25 MB | disk embeddings MB | disk total MB |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("\n| chunks | snapshot built from the store s | segments | open s | open RSS Δ MB | first hybrid query s "
+              "| RSS Δ after it MB | peak RSS MB | disk vectors MB | disk postings MB | disk total MB |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for size, e in results["sizes"].items():
             k = e["keyword_memory"]
-            print(f"| {size:,} | {k['vocabulary']:,} | {k['build_seconds']} | {k['build_peak_rss_delta_mb']} | "
-                  f"{k['load_seconds']} | {k['load_rss_delta_mb']} | {k['rss_delta_after_first_search_mb']} | "
-                  f"{k['disk_bm25_mb']} | {k['disk_embeddings_mb']} | {k['disk_total_mb']} |")
+            print(f"| {size:,} | {e['made'].get('snapshot_seconds')} | {k['segments']} | {k['load_seconds']} | "
+                  f"{k['load_rss_delta_mb']} | {k['first_query_seconds']} | {k['rss_delta_after_first_search_mb']} | "
+                  f"{k['peak_rss_mb']} | {k['disk_vectors_mb']} | {k['disk_postings_mb']} | {k['disk_total_mb']} |")
     return 0
 
 

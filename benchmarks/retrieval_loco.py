@@ -60,18 +60,16 @@ class Scorer:
         self.keyword: dict[tuple[str, int], object] = {}
 
     def keyword_index(self, name: str, repeats: int):
-        """The corpus's keyword index with ``repeats`` header repeats, in a folder of its own."""
+        """The corpus's search snapshot read with ``repeats`` header repeats (a query-time weight: the
+        same committed snapshot)."""
         from rag_assets.retrieval.snapshot import SearchSnapshot
 
         base = self.base[name]
         if repeats == base.settings.keyword_heading_repeats:
             return base.snapshot
         if (name, repeats) not in self.keyword:
-            s = base.settings
-            index = SearchSnapshot(base.store, s.state_dir, f"{s.collection}-header-repeats-{repeats}",
-                                 state=base.snapshot.state, heading_repeats=repeats)
-            index.ensure_current()
-            self.keyword[(name, repeats)] = index
+            self.keyword[(name, repeats)] = SearchSnapshot(base.settings, heading_repeats=repeats,
+                                                           open_store=lambda: base.store)
         return self.keyword[(name, repeats)]
 
     def __call__(self, name: str, variant: dict) -> dict[str, float]:

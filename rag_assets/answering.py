@@ -10,9 +10,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from rag_assets.answer.generation import MAX_SOURCES, Answer, ChatLLM, answer_from_context, check_chat_settings
+from rag_assets.answer.generation import (MAX_SOURCES, SEARCH_FAILED_ANSWER, Answer, ChatLLM, answer_from_context,
+                                         check_chat_settings)
 from rag_assets.config import Settings
-from rag_assets.errors import EmbeddingError, InvalidQueryError
+from rag_assets.errors import EmbeddingError, InvalidQueryError, RagError
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
 from rag_assets.vocabulary.modes import RetrievalMode
 
@@ -50,8 +51,10 @@ def answer_question(
     ConfigurationError without OPENAI_API_KEY, InvalidQueryError (a ValueError) for an empty or too
     long question, ValueError for max_sources outside 1..100, and EmbeddingError (the seed's
     EmbeddingFailureError) when the question cannot be embedded after the embedder's retries, as the
-    textbook contract wants. A failed search (Chroma unreachable, a retrieval timeout) does not raise:
-    the answer has no sources and an ERROR line is logged. A failing chat model does not raise either:
+    textbook contract wants. A failed search (a retrieval timeout, a snapshot that had to be built from
+    an unreachable store) does not raise: the answer has no sources, says the search failed (never "I
+    could not find this") and ``Answer.error`` says why in one line; an ERROR line is logged. With
+    ``selected_text`` the selection is still answered from. A failing chat model does not raise either:
     see ``Answer.error``. ``filters``
     restrict the sources to some documents (rag_assets.retrieval.filters; InvalidFilterError).
     """
@@ -82,12 +85,30 @@ def answer_question(
     except EmbeddingError as exc:  # the textbook contract: an embedding failure raises (after the retries)
         log.error("embedding the question failed: %s", exc)
         raise
-    except Exception as exc:  # noqa: BLE001 - the textbook service: a failed search is empty sources + ERROR
-        log.error("search failed, answering without sources: %s: %s", type(exc).__name__, exc)
+    except Exception as exc:  # noqa: BLE001 - the textbook service: a failed search is no sources + ERROR
+        failed = search_error(exc)
+        log.error("search failed, answering without sources: %s", failed)
+        if not selected_text:
+            # not "I could not find this": nothing was searched. Answer.error says what failed
+            return Answer(question=question.strip(), answer=SEARCH_FAILED_ANSWER.format(reason=failed), sources=[],
+                          processing_time_ms=(time.perf_counter() - start) * 1000, tokens_used=0, model="",
+                          error=f"search failed: {failed}")
         context = empty_context(question if isinstance(question, str) else "", mode, pipeline.settings)
+    else:
+        failed = None
     if selected_text:
         context = with_selection(context, selected_text.strip(), max_sources)
-    return answer_from_context(question.strip(), context, settings=settings, llm=llm, start=start)
+    answer = answer_from_context(question.strip(), context, settings=settings, llm=llm, start=start)
+    if failed is not None and answer.error is None:
+        answer.error = f"search failed: {failed}; answered from the selected text alone"
+    return answer
+
+
+def search_error(exc: BaseException) -> str:
+    """A failed search in one line: our errors say what to do as they are; others get their type."""
+    text = " ".join(str(exc).split())
+    message = text if isinstance(exc, RagError) and text else f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return message[:300]
 
 
 class RAGService:

@@ -146,6 +146,10 @@ class IngestSummary:
     # pages found but out of the corpus's scope, by reason (rag_assets.ingest.scope), and its default language
     left_out: dict[str, int] = field(default_factory=dict)
     default_language: str = ""
+    # stopped by Ctrl-C / SIGTERM ("SIGINT" / "SIGTERM"; "" = it ran to its end): the documents it did
+    # not index and that did not fail are not started (not failed); the next `rag ingest` does them
+    interrupted: str = ""
+    documents_not_started: int = 0
 
 
 @dataclass

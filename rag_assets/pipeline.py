@@ -4,7 +4,7 @@
     pipeline = RAGPipeline.from_settings()
     ctx = pipeline.retrieve(RetrieveRequest("How do I stream responses?", context_key="chan:user"))
 
-Contract (after ../seeds rag-pipeline-contract, adapted to this project):
+Contract (the rag-pipeline contract callers wrote; docs/api.md maps its names to ours):
 
 - ``document_chunks`` holds at most ``max_chunks`` chunks: the best ``max_chunks`` of the mode's
   ranking (hybrid by default), presented sorted by ``relevance_score`` descending; ``relevance_scores``
@@ -23,10 +23,12 @@ Contract (after ../seeds rag-pipeline-contract, adapted to this project):
   there move up to PREFERENCE_PLACES (3) places ahead in the ranking; nothing is filtered, so a
   question about another chapter is still answered from it.
 - Errors: empty/whitespace or too long (RAG_MAX_QUERY_CHARS) queries raise InvalidQueryError (a
-  ValueError); an unreachable Chroma raises VectorDBUnavailableError (logged at ERROR); a retrieval
-  longer than RAG_RETRIEVE_TIMEOUT_SECONDS (10) raises RetrievalTimeoutError (the work finishes in
-  the background: a keyword index it was building is ready for the next query); a query vector of
-  another size than the collection's raises DimensionMismatchError (a ConfigurationError).
+  ValueError); a query reads the search snapshot the ingest commits, not the store, so the store being
+  down does not fail it; VectorDBUnavailableError (logged at ERROR) only when the snapshot has to be
+  built from an unreachable store (an index an earlier version wrote); a retrieval longer than
+  RAG_RETRIEVE_TIMEOUT_SECONDS (10) raises RetrievalTimeoutError (the work finishes in the background);
+  a snapshot made with another embedder than the configured one raises DimensionMismatchError (a
+  ConfigurationError) or ConfigurationError.
 - Context: each chunk handed on carries ``context``, the chunk with its neighbours in its section up
   to RAG_CONTEXT_TOKENS (rag_assets.retrieval.windows); ``query()``'s ``contexts`` are these (the
   matched chunks are in ``metadata["matched_texts"]``).
@@ -51,7 +53,6 @@ from rag_assets.config import Settings
 import numpy as np
 
 from rag_assets.errors import DimensionMismatchError, RetrievalTimeoutError, VectorDBUnavailableError
-from rag_assets.index.generation import current_generation
 from rag_assets.models import IngestionResult
 from rag_assets.retrieval.query_cache import GenerationCache
 from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
@@ -90,12 +91,7 @@ class RAGPipeline:
             base = settings or Settings.from_env()
             settings = find_corpus(corpus, base, known_corpora(base.corpora_dir)).settings()
         settings = settings or Settings.from_env()
-        try:
-            retriever = Retriever.from_settings(settings, embedder=embedder)
-        except VectorDBUnavailableError as exc:
-            log.error("vector store unavailable: %s", exc)
-            raise
-        return cls(retriever, settings)
+        return cls(Retriever.from_settings(settings, embedder=embedder), settings)
 
     @property
     def cache(self) -> GenerationCache:
@@ -124,7 +120,7 @@ class RAGPipeline:
         min_relevance = _min_relevance(request.min_relevance, self.settings.min_relevance)
 
         filters = Filters.parse(request.filters)
-        generation = current_generation(self.settings)
+        generation = self._guard(self.retriever.current_generation)
         prefer = (request.prefer or "").strip().strip("/") or None
         fusion = ranking.fusion.value if mode is RetrievalMode.HYBRID else None
         key = (query, request.context_key, mode, int(request.max_chunks), min_relevance, filters, prefer, fusion)
@@ -155,11 +151,11 @@ class RAGPipeline:
             meets_threshold=meets,
             min_relevance=min_relevance,
             fallback_used=retrieval.fallback_used,
-            generation=generation,
+            generation=retrieval.generation,
             elapsed_ms=(time.perf_counter() - start) * 1000,
             weights=retrieval.weights,
         )
-        self._cache.set(key, generation, context)
+        self._cache.set(key, retrieval.generation, context)
         return context
 
     def query(self, query: str, method: str = "hybrid", top_k: int = 5, *, generate_answer: bool | None = None,
@@ -354,10 +350,10 @@ class RAGPipeline:
             try:
                 return future.result(timeout=timeout)
             except concurrent.futures.TimeoutError:
-                log.error("retrieval took longer than %.1f s (RAG_RETRIEVE_TIMEOUT_SECONDS)", timeout)
+                log.error("retrieval took longer than %g s (RAG_RETRIEVE_TIMEOUT_SECONDS)", timeout)
                 raise RetrievalTimeoutError(
-                    f"retrieval took longer than {timeout:g} s (RAG_RETRIEVE_TIMEOUT_SECONDS); "
-                    "the index may be rebuilding its keyword index after a change: try again") from None
+                    f"retrieval took longer than {timeout:g} s (RAG_RETRIEVE_TIMEOUT_SECONDS): "
+                    "the machine may be overloaded; try again") from None
         except VectorDBUnavailableError as exc:
             log.error("vector store unavailable: %s", exc)
             raise

@@ -154,12 +154,18 @@ def test_search_returns_search_results(pipeline):
     assert [r.chunk_id for r in pipeline.search("HTTP 429", "hybrid", 4)][:1] == [results[0].chunk_id]
 
 
-def test_unreachable_store_raises(tmp_path):
-    settings = Settings.from_env({}, chroma_host="127.0.0.1", chroma_port=9, state_dir=tmp_path, cache_dir=tmp_path)
+def test_queries_need_the_store_only_to_build_a_missing_snapshot(built, tmp_path):
+    """A query reads the committed search snapshot: an unreachable store does not fail it. Only a
+    snapshot that must be built from the store (an index an earlier version wrote) needs the store, and
+    then an unreachable one raises VectorDBUnavailableError."""
+    down = dataclasses.replace(built[1], chroma_host="127.0.0.1", chroma_port=9)
+    assert RAGPipeline.from_settings(down).search("HTTP 429 retry-after", "hybrid", 2)[0].doc_path == "rate-limits.md"
+    stale = Settings.from_env({}, chroma_host="127.0.0.1", chroma_port=9, state_dir=tmp_path, cache_dir=tmp_path)
+    bump_generation(stale)  # the state says an index was written; no snapshot was committed for it
     with pytest.raises(VectorDBUnavailableError):
-        RAGPipeline.from_settings(settings)
+        RAGPipeline.from_settings(stale).search("HTTP 429 retry-after", "hybrid", 2)
     with pytest.raises(ConnectionError):  # the pipeline-API contract's "database connection failure"
-        RAGPipeline.from_settings(settings)
+        RAGPipeline.from_settings(stale).search("HTTP 429 retry-after", "hybrid", 2)
 
 
 def test_the_seed_contracts_names_are_ours():
@@ -256,8 +262,7 @@ def test_retrieval_timeout_raises_its_own_error(built):
     from rag_assets.errors import RetrievalTimeoutError
 
     slow = RAGPipeline.from_settings(dataclasses.replace(built[1], retrieve_timeout_seconds=0.001))
-    slow.retriever.snapshot._generation = "stale"  # the first query rebuilds the keyword index: slower than 1 ms
-    slow.retriever.snapshot._bm25 = None
+    # a question not asked before: embedding it alone takes longer than 1 ms
     with pytest.raises(RetrievalTimeoutError, match="RAG_RETRIEVE_TIMEOUT_SECONDS"):
         slow.retrieve(RetrieveRequest("How do I stream responses?", mode="hybrid"))
     assert isinstance(RetrievalTimeoutError("x"), TimeoutError)

@@ -6,7 +6,7 @@
     result.sources[0].doc_path               # what [Source 1] refers to
     result.cited()                           # the sources the answer cites, in citation order
 
-Contract (after ../seeds rag-service-interface, adapted to this project):
+Contract (the rag-service-interface contract callers wrote; docs/api.md maps its names to ours):
 
 - Retrieval: ``RAGPipeline.retrieve`` in hybrid mode with the RAG_MIN_RELEVANCE threshold, at most
   ``max_sources`` chunks. ``sources`` are ordered best first (relevance descending); ``[Source N]``
@@ -56,6 +56,10 @@ NOT_FOUND_ANSWER = (
 FAILURE_ANSWER = (
     "Sorry, I could not generate an answer: the language model request failed ({reason}). "
     "The most relevant passages found in the indexed documents are listed as sources."
+)
+SEARCH_FAILED_ANSWER = (
+    "Sorry, I could not search the indexed documents ({reason}), so I cannot answer from them now. "
+    "Try again in a moment."
 )
 SYSTEM_PROMPT = """\
 You answer questions using ONLY the numbered sources in the user's message: passages from the indexed documents.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, valid_count
+from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, library_log_lines, valid_count
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.vocabulary.modes import MAX_TOP_K
 
@@ -34,6 +34,7 @@ def run(args) -> int:
 
     if not valid_count(args.max_sources, "--max-sources"):
         return EXIT_USAGE
+    library_log_lines()
     try:
         result = answer_question(args.question, args.chapter_context, args.max_sources, filters=filters_from_args(args),
                                  selected_text=args.selected_text, settings=args.corpus.settings())

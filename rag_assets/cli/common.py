@@ -1,9 +1,11 @@
-"""What every `rag` command shares: its exit codes, its usage error, the check of a result count and
-JSON that stays JSON."""
+"""What every `rag` command shares: its exit codes, its usage error, the check of a result count,
+JSON that stays JSON, and where the library's log lines go."""
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import sys
 
 from rag_assets.vocabulary.modes import validate_top_k
@@ -31,7 +33,6 @@ def jsonable(value):
     return str(value)
 
 
-
 def finite(value):
     """value with every NaN or infinity (a float, or one inside lists and dicts) as None: what JSON
     can hold (Python's json writes NaN and Infinity, which no JSON parser reads)."""
@@ -42,3 +43,33 @@ def finite(value):
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
+
+
+def library_log_lines() -> None:
+    """The package's log lines on stderr as ``rag: message``, one line each: warnings (e.g. a search
+    snapshot built once from the store). Errors are the command's to report, in its own one line (an
+    exception it prints, an answer's error): the library's ERROR records of the same failure are left
+    out unless RAG_LOG_LEVEL asks for them (RAG_LOG_LEVEL=INFO shows everything from INFO up)."""
+    logger = logging.getLogger("rag_assets")
+    if any(isinstance(h, _StderrLines) for h in logger.handlers):
+        return
+    wanted = os.environ.get("RAG_LOG_LEVEL", "").strip().upper()
+    level = logging.getLevelName(wanted) if wanted else logging.WARNING
+    handler = _StderrLines()
+    handler.setFormatter(logging.Formatter("rag: %(message)s"))
+    handler.setLevel(level if isinstance(level, int) else logging.WARNING)
+    if not wanted:
+        handler.addFilter(lambda record: record.levelno < logging.ERROR)
+    logger.addHandler(handler)
+    logger.setLevel(min(logger.getEffectiveLevel(), handler.level))
+
+
+class _StderrLines(logging.Handler):
+    """Each record as a line on the process's stderr as it is when the record comes (not when the
+    handler was made)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001 - logging's own rule: a failed log line is reported, never raised
+            self.handleError(record)

@@ -4,9 +4,10 @@
 the default corpus's folder while the default index is empty or was built from DIR; a folder
 another corpus owns is that corpus; any other folder of markdown becomes a corpus of its own, named
 after it (`rag ingest` registers it), so pointing `rag` at a second folder never touches the first
-one's index. An empty or missing folder is no corpus: it stays the default corpus's to refuse.
-`--corpus default --docs-dir DIR` moves the default corpus to DIR (the deletion guard asks for
-`--allow-mass-delete` before its old documents go).
+one's index. `rag ingest --docs-dir DIR --name NAME` names that new corpus (and makes DIR a corpus of
+its own even while the default index is empty). An empty or missing folder is no corpus: it stays
+the default corpus's to refuse. `--corpus default --docs-dir DIR` moves the default corpus to DIR
+(the deletion guard asks for `--allow-mass-delete` before its old documents go).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_fo
 from rag_assets.errors import ConfigurationError
 
 
-def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corpus:
-    """The corpus a command works on (see the module docstring); `create` registers a new one."""
+def select_corpus(name: str | None, folder: str | None, *, create: bool, new_name: str | None = None) -> Corpus:
+    """The corpus a command works on (see the module docstring); `create` registers a new one,
+    named `new_name` when given (`rag ingest --name`)."""
     base = Settings.from_env()
+    if new_name is not None:
+        return _named_corpus(new_name, name, folder, base)
     if name == DEFAULT_CORPUS or (name is None and folder is None and not os.environ.get("RAG_DOCS_DIR")):
         return Corpus()
     # the registry and the default index are read first: the project's components only when they
@@ -53,9 +57,36 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool) -> Corp
         return Corpus()
     corpus = new_corpus_for(target, base.corpora_dir, [DEFAULT_CORPUS, *(c.name for c in others)])
     register(corpus, base.corpora_dir)
-    print(f"rag: {target} is a new corpus, {corpus.name!r} (its own collection and state under "
+    print(f"rag: {target} is a new corpus, {corpus.name!r} (its own vector store and state under "
           f"{base.corpora_dir / corpus.name}); the index of {default_folder} is left as it is. "
           f"Query it with `rag --corpus {corpus.name} query ...`", file=sys.stderr)
+    return corpus
+
+
+def _named_corpus(new_name: str, name: str | None, folder: str | None, base: Settings) -> Corpus:
+    """`rag ingest --docs-dir DIR --name NAME`: the corpus NAME for DIR, made and registered if new."""
+    if folder is None:
+        raise ConfigurationError("--name names the corpus a new folder becomes: give the folder with --docs-dir")
+    if name is not None and name != new_name:
+        raise ConfigurationError(f"--corpus {name} and --name {new_name}: give one of them")
+    target = Path(folder).expanduser().resolve()
+    others = _all_named(base)
+    same = next((c for c in others if c.name == new_name), None)
+    owner = owner_of(target, others)
+    if same is not None:
+        if same is not owner and Path(same.docs_dir) != target:
+            raise ConfigurationError(f"corpus {new_name} indexes {same.docs_dir}, not {target}; pick another name")
+        return same
+    if owner is not None:
+        raise ConfigurationError(f"{target} is corpus {owner.name}'s folder already; use --corpus {owner.name}")
+    if new_name == DEFAULT_CORPUS:
+        raise ConfigurationError(f"'{DEFAULT_CORPUS}' is the project's own corpus: use --corpus {DEFAULT_CORPUS}")
+    if not _holds_markdown(target):
+        raise ConfigurationError(f"no markdown files (*.md, *.mdx) under {target}: nothing to make corpus {new_name} of")
+    corpus = new_corpus_for(target, base.corpora_dir, [DEFAULT_CORPUS, *(c.name for c in others)], name=new_name)
+    register(corpus, base.corpora_dir)
+    print(f"rag: {target} is a new corpus, {corpus.name!r} (its own vector store and state under "
+          f"{base.corpora_dir / corpus.name}). Query it with `rag --corpus {corpus.name} query ...`", file=sys.stderr)
     return corpus
 
 
@@ -77,11 +108,12 @@ def _holds_markdown(folder: Path) -> bool:
 
 
 def corpus_rows() -> list[dict]:
-    """Every corpus with what it holds: documents, chunks, last ingest and last evaluation."""
+    """Every corpus with what it holds: documents found, indexed, failed and left out, chunks, where
+    its vectors are, its last ingest (how it ended, when) and its last evaluation."""
     from rag_assets.index.chroma_store import collection_count
-    from rag_assets.index.stage_store import StageStore
+    from rag_assets.index.stage_store import INDEXED, StageStore
     from rag_assets.orchestration.definitions import CORPORA
-    from rag_assets.orchestration.runs import get_instance
+    from rag_assets.orchestration.runs import get_instance, last_ingest
 
     instance = get_instance()
 
@@ -94,22 +126,44 @@ def corpus_rows() -> list[dict]:
     rows = []
     for name, defs in CORPORA.items():
         settings = defs.corpus.settings()
-        catalog = StageStore.for_settings(settings).read_catalog()
+        stages = StageStore.for_settings(settings)
+        catalog = stages.read_catalog()
+        ingest = last_ingest(stages)
+        scope = stages.read_scope()
+        indexed_at = last(defs.ingestion.vector_index)
         rows.append({
             "name": name,
             "docs_dir": str(catalog.docs_dir if catalog is not None else settings.docs_dir),
             "collection": settings.collection,
+            "store": f"{settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host else str(settings.chroma_path),
             "documents": len(catalog.documents) if catalog is not None else 0,
+            "indexed": len(stages.doc_paths(INDEXED)),
+            "failed": len(stages.failures()),
+            "left_out": left_out(scope),  # pages out of its scope (ignore files, drafts, translations: by reason below)
+            "left_out_by_reason": dict((scope or {}).get("left_out") or {}),
             "chunks": collection_count(settings),
-            "last_ingest": last(defs.ingestion.vector_index),
+            # the last `rag ingest` / RAGPipeline.ingest: finished, interrupted (stopped, or killed) or
+            # failed, and when it ended; a run from the UI or a sensor shows in last_indexed
+            "last_ingest": ingest.get("at") if ingest else indexed_at,
+            "last_ingest_outcome": ingest.get("outcome") if ingest else None,
+            "last_ingest_documents_not_started": ingest.get("documents_not_started", 0) if ingest else 0,
+            "last_indexed": indexed_at,
             "last_evaluation": last(defs.evaluation.retrieval_evaluation),
             "assets": defs.ingestion.vector_index.key.to_user_string(),
         })
     return rows
 
 
+def left_out(scope: dict | None) -> int | None:
+    """How many pages the corpus's scope left out at its last look (None before any look)."""
+    if not scope:
+        return None
+    return int(scope.get("documents_left_out") or 0)
+
+
 def add_parser(sub) -> None:
-    p = sub.add_parser("corpora", help="list the corpora: documents, chunks, last ingest and last evaluation")
+    p = sub.add_parser("corpora", help="list the corpora: documents indexed, failed and left out, chunks, last "
+                                       "ingest (how it ended, when) and last evaluation")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -120,8 +174,17 @@ def run_corpora(args) -> int:
     if args.json:
         print(json.dumps({"corpora": rows}, indent=2))
         return 0
-    print(f"{'corpus':16} {'documents':>9} {'chunks':>7}  {'last ingest':25} {'last evaluation':25} folder")
+    print(f"{'corpus':16} {'indexed':>7} {'failed':>6} {'left out':>8} {'chunks':>7}  {'last ingest':38} "
+          f"{'last evaluation':25} folder")
     for r in rows:
-        print(f"{r['name']:16} {r['documents']:>9} {r['chunks'] if r['chunks'] is not None else '-':>7}  "
-              f"{r['last_ingest'] or '-':25} {r['last_evaluation'] or '-':25} {r['docs_dir']}")
+        outcome = r["last_ingest_outcome"]
+        if outcome == "interrupted" and r["last_ingest_documents_not_started"]:
+            outcome = f"interrupted ({r['last_ingest_documents_not_started']} not started)"
+        ingest = " ".join(x for x in (outcome, r["last_ingest"]) if x) or "-"
+        print(f"{r['name']:16} {r['indexed']:>7} {r['failed']:>6} {_or_dash(r['left_out']):>8} "
+              f"{_or_dash(r['chunks']):>7}  {ingest:38} {r['last_evaluation'] or '-':25} {r['docs_dir']}")
     return 0
+
+
+def _or_dash(value) -> str:
+    return "-" if value is None else str(value)

@@ -220,7 +220,8 @@ def _compare_against(path: str, before, now, modes: list[str]) -> dict:
 def _evaluate_test_set(args) -> int:
     """A JSON test set (the ingestion contract's shape): module hit@k and keyword coverage per mode,
     scored here over the index (such a set labels no sections, so the evaluation asset's metrics
-    do not apply). Exit 1 when an entry of the file was malformed (the others are scored)."""
+    do not apply). Exit 1 when an entry of the file was malformed or its question could not be
+    retrieved (no words, too long: named on stderr); the others are scored."""
     from rag_assets.evaluation.test_set import load_test_set, score_test_set
     from rag_assets.pipeline import RAGPipeline
 
@@ -238,7 +239,8 @@ def _evaluate_test_set(args) -> int:
         print(json.dumps({**report, "errors": loaded.errors, "test_set": str(args.test_set)}, indent=2))
     else:
         print(f"{report['questions']} questions from {args.test_set}, top_k={k} "
-              f"({report['skipped']} skipped: answer-only or unlabelled)")
+              f"({report['skipped']} skipped: answer-only or unlabelled"
+              + (f"; {len(report['unscored'])} not scored, named below" if report["unscored"] else "") + ")")
         names = sorted({n for m in report["modes"].values() for n in m if not n.endswith(".questions")})
         print(f"{'metric':34}" + "".join(f"{m:>10}" for m in report["modes"]))
         for name in names:
@@ -247,4 +249,7 @@ def _evaluate_test_set(args) -> int:
             print(f"{name + f' ({count} q)':34}" + "".join(f"{v:>10.3f}" if v is not None else f"{'-':>10}" for v in values))
     for error in loaded.errors:
         print(f"rag: {error}", file=sys.stderr)
-    return EXIT_PARTIAL if loaded.errors else EXIT_OK
+    name = Path(args.test_set).name
+    for unscored in report["unscored"]:
+        print(f"rag: {name}: question {unscored['id']!r} not scored: {unscored['error']}", file=sys.stderr)
+    return EXIT_PARTIAL if loaded.errors or report["unscored"] else EXIT_OK

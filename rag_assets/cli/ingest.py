@@ -1,5 +1,10 @@
 """`rag ingest` (every document of the corpus's folder) and `rag ingest-doc` (one): Dagster runs,
-after a no-op check that answers an unchanged folder without importing Dagster."""
+after a no-op check that answers an unchanged folder without importing Dagster.
+
+Ctrl-C or SIGTERM stops an ingest within seconds (rag_assets.orchestration.stopping): the run in
+progress is cancelled, no other starts, every document already indexed is kept, the summary says
+how many were not started, and the exit code is 130 (SIGINT) or 143 (SIGTERM). A second one ends
+the command at once."""
 
 from __future__ import annotations
 
@@ -18,6 +23,9 @@ from rag_assets.process_start import imports_without_gc
 def add_parsers(sub) -> None:
     p = sub.add_parser("ingest", help="discover, chunk, embed and index every markdown file")
     p.add_argument("--docs-dir", help="docs folder (default: RAG_DOCS_DIR or data/docs)")
+    p.add_argument("--name", metavar="NAME",
+                   help="with --docs-dir: the name of the new corpus that folder becomes (default: the folder's name, "
+                        "normalised; `rag corpora` lists them)")
     p.add_argument("--allow-mass-delete", action="store_true",
                    help="remove vanished documents even when that empties most of the index (RAG_ALLOW_MASS_DELETE=1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -45,15 +53,29 @@ def add_parsers(sub) -> None:
 
 
 def run_ingest(args) -> int:
+    from rag_assets.orchestration.stopping import IngestInterrupted, say_stopping_at_once, stop_on_signals
+
+    # from here on Ctrl-C and SIGTERM stop the ingest cleanly, a second one at once (before Dagster is imported)
+    with stop_on_signals(exit_at_second=True, on_exit=say_stopping_at_once):
+        try:
+            return _run_ingest(args)
+        except IngestInterrupted as stopped:
+            return print_interrupted(stopped, args.json)
+
+
+def _run_ingest(args) -> int:
     from rag_assets.ingest.catalog import content_changed
     from rag_assets.orchestration.noop_check import check_noop
+    from rag_assets.retrieval.snapshot_builds import snapshot_follows
 
     started = time.perf_counter()
     scope_flags(args)
     settings = args.corpus.settings()  # validate configuration before any run starts
-    # nothing changed since the last full ingest? answered without importing Dagster (~2 s)
-    summary, look = check_noop(settings) if args.workers == 1 else (None, None)
-    if summary is not None:
+    # nothing changed since the last full ingest? answered without importing Dagster (~2 s); unless
+    # the corpus's vectors are still in the default corpus's store: this ingest moves them out first
+    moving = not args.corpus.is_default and args.corpus.legacy_store() is not None
+    summary, look = check_noop(settings) if args.workers == 1 and not moving else (None, None)
+    if summary is not None and snapshot_follows(settings):  # else the full path builds the search snapshot
         summary.duration_seconds = round(time.perf_counter() - started, 3)
         return print_summary(summary, args.json)
     if _nothing_to_index(settings):
@@ -102,6 +124,16 @@ def _nothing_to_index(settings) -> bool:
 
 
 def run_ingest_doc(args) -> int:
+    from rag_assets.orchestration.stopping import IngestInterrupted, say_stopping_at_once, stop_on_signals
+
+    with stop_on_signals(exit_at_second=True, on_exit=say_stopping_at_once):
+        try:
+            return _run_ingest_doc(args)
+        except IngestInterrupted as stopped:
+            return print_interrupted(stopped, args.json)
+
+
+def _run_ingest_doc(args) -> int:
     from rag_assets.orchestration.runs import corpus_definitions, ingest
 
     settings = args.corpus.settings()
@@ -133,7 +165,8 @@ def print_summary(summary, as_json: bool) -> int:
     else:
         print(
             f"documents: {summary.documents_discovered} discovered, {summary.documents_processed} processed, "
-            f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed, {summary.documents_deleted} deleted\n"
+            f"{summary.documents_unchanged} unchanged, {summary.documents_failed} failed, {summary.documents_deleted} deleted"
+            + (f", {summary.documents_not_started} not started" if summary.documents_not_started else "") + "\n"
             f"chunks written: {summary.chunks_written}; embeddings computed: {summary.embeddings_computed}, "
             f"reused: {summary.embeddings_reused}; {summary.duration_seconds:.1f} s"
             + (f", {summary.embedding_seconds:.1f} s of it embedding" if summary.embedding_seconds else "")
@@ -150,6 +183,19 @@ def print_summary(summary, as_json: bool) -> int:
     if summary.removal_refused:
         print(f"rag: {summary.removal_refused}", file=sys.stderr)
     return EXIT_PARTIAL if summary.documents_failed or summary.removal_refused else EXIT_OK
+
+
+def print_interrupted(stopped, as_json: bool) -> int:
+    """A stopped ingest: what it kept, what it did not start, and that the next `rag ingest` continues;
+    130 for SIGINT, 143 for SIGTERM."""
+    summary = stopped.summary
+    print_summary(summary, as_json)
+    how = "Ctrl-C" if summary.interrupted == "SIGINT" else summary.interrupted or "an interrupt"
+    kept = (f"{summary.documents_processed} document(s) indexed by this ingest are kept"
+            if summary.documents_processed else "no document was indexed by this ingest")
+    rest = f"; {summary.documents_not_started} not started (not failed)" if summary.documents_not_started else ""
+    print(f"rag: stopped by {how}: {kept}{rest}; the next `rag ingest` continues from there", file=sys.stderr)
+    return stopped.exit_code
 
 
 def print_left_out(summary) -> None:

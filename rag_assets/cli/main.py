@@ -6,7 +6,8 @@ runs it); this one holds the parser and the dispatch, and turns errors into one 
 Every command works on one corpus (rag_assets.cli.corpora): `--corpus NAME`, or the one that owns
 the docs folder given; `rag ingest --docs-dir DIR` on a folder no corpus owns makes it a corpus of its own.
 
-Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration.
+Exit codes: 0 success; 1 some documents failed (the others are indexed); 2 usage or configuration;
+130 / 143 an ingest stopped by Ctrl-C (SIGINT) / SIGTERM (what it indexed is kept).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             with imports_without_gc():  # sqlalchemy and the state database's modules: most of a no-op's time
                 from rag_assets.cli.corpora import select_corpus
 
-                args.corpus = select_corpus(args.corpus, docs_dir, create=args.command in ("ingest", "ingest-doc"))
+                args.corpus = select_corpus(args.corpus, docs_dir, create=args.command in ("ingest", "ingest-doc"),
+                                            new_name=getattr(args, "name", None))
             if args.corpus.is_default and docs_dir:
                 os.environ["RAG_DOCS_DIR"] = str(Path(docs_dir).resolve())
             if getattr(args, "collection", None):

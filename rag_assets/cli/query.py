@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, valid_count
+from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, library_log_lines, valid_count
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.errors import ConfigurationError
 from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode
@@ -33,6 +33,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from rag_assets.embedding import load_embedder, warm_up
+
+    library_log_lines()
+    settings = args.corpus.settings()
+    embedder = load_embedder(settings)
+    warm_up(embedder)  # the model loads on the other core while the retrieval code is imported
     from rag_assets.errors import InvalidQueryError
     from rag_assets.pipeline import GATE_HEAD, RAGPipeline
 
@@ -51,9 +57,9 @@ def run(args) -> int:
         if not batch.is_file():
             print(f"rag: batch file not found: {batch}", file=sys.stderr)
             return EXIT_USAGE
-        return _query_batch(RAGPipeline.from_settings(args.corpus.settings()), batch, args.mode, args.top_k, filters)
+        return _query_batch(RAGPipeline.from_settings(settings, embedder=embedder), batch, args.mode, args.top_k, filters)
 
-    pipeline = RAGPipeline.from_settings(args.corpus.settings())
+    pipeline = RAGPipeline.from_settings(settings, embedder=embedder)
     try:
         results = pipeline.search(args.text, args.mode, args.top_k, filters)
     except InvalidQueryError as exc:
@@ -96,6 +102,7 @@ def run_across(args, names: list[str]) -> int:
     from rag_assets.pipeline import RAGPipeline
     from rag_assets.retrieval.across import merge_rankings
 
+    library_log_lines()
     if args.text is None or args.batch is not None:
         print("rag: a query over several corpora takes one question (no --batch)", file=sys.stderr)
         return EXIT_USAGE

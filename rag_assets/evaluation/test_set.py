@@ -18,7 +18,9 @@ Such a set labels no sections, so the section metrics of our JSONL eval sets do 
 A ``selected_text_only`` question is retrieved with its selection prepended (what the reader
 selected is the context the question is about); a question marked ``expected_refuse`` tests the
 answer, not retrieval, and is counted as skipped. A malformed entry is an error naming the file and
-the entry; the others are scored.
+the entry; the others are scored. So is a question retrieval refuses (no words, as `"???"`; longer than
+RAG_MAX_QUERY_CHARS with its selected text): it is left out of every mode's scores and named, with
+the reason, in the report's `unscored`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from rag_assets.errors import InvalidQueryError
 
 K = 5
 
@@ -149,19 +153,32 @@ def score_question(question: TestSetQuestion, results: Sequence, k: int = K) -> 
 def score_test_set(
     questions: Sequence[TestSetQuestion], search: Callable[[str, str, int], Sequence], modes: Sequence[str], k: int = K
 ) -> dict[str, Any]:
-    """{"modes": {mode: {metric: mean, "questions": n}}, "skipped": n, "rows": [...]} ."""
+    """{"modes": {mode: {metric: mean, "questions": n}}, "skipped": n, "unscored": [{"id", "error"}],
+    "rows": [...]}. A question retrieval refuses (InvalidQueryError) is unscored in every mode and
+    named; the others are scored."""
     scored = [q for q in questions if not q.expected_refuse and (q.expected_modules or q.expected_keywords)]
     report: dict[str, Any] = {"k": k, "questions": len(questions), "skipped": len(questions) - len(scored),
-                              "modes": {}, "rows": []}
+                              "unscored": [], "modes": {}, "rows": []}
+    refused: dict[str, str] = {}
     for mode in modes:
         rows = []
         for q in scored:
-            row = score_question(q, search(q.retrieval_query, mode, k), k)
-            rows.append(row)
+            if q.id in refused:
+                continue
+            try:
+                results = search(q.retrieval_query, mode, k)
+            except InvalidQueryError as exc:
+                refused[q.id] = str(exc)
+                report["unscored"].append({"id": q.id, "error": str(exc)})
+                continue
+            row = score_question(q, results, k)
+            rows.append((q.id, row))
             report["rows"].append({"id": q.id, "mode": mode, **row})
+        rows = [row for qid, row in rows if qid not in refused]  # a question refused in a later mode counts in none
         names = sorted({name for row in rows for name in row})
         report["modes"][mode] = {
             **{name: round(statistics.fmean(r[name] for r in rows if name in r), 4) for name in names},
             **{f"{name}.questions": sum(1 for r in rows if name in r) for name in names},
         }
+    report["rows"] = [r for r in report["rows"] if r["id"] not in refused]
     return report

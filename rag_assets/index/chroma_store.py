@@ -388,6 +388,69 @@ def open_in_background(settings) -> threading.Thread | None:
                          .get_collection(settings.collection).get(limit=1, include=[]))
 
 
+def copy_collection(source: Path, target: Path, collection: str, batch: int = 5000) -> tuple[str | None, str, int]:
+    """Copy a collection of one embedded store into another, as it is: ids, vectors, texts,
+    metadata and the collection's own metadata (model, dimension, cosine space). Nothing is
+    embedded again. Returns (the source collection's id, the copy's id, rows copied); the source
+    id is None (and nothing copied) when the source has no such collection. The caller holds both
+    stores' writer locks; both clients are closed afterwards, so the target folder may be moved."""
+    source_client = _embedded_client(Path(source))
+    Path(target).mkdir(parents=True, exist_ok=True)
+    target_client = _embedded_client(Path(target))
+    try:
+        try:
+            old = source_client.get_collection(collection)
+        except Exception:  # noqa: BLE001 - chromadb raises NotFoundError/ValueError by version
+            old = None
+        meta = (old.metadata if old is not None else None) or {"hnsw:space": "cosine"}
+        new = target_client.get_or_create_collection(name=collection, embedding_function=None, metadata=meta)
+        if old is None:
+            return None, str(new.id), 0
+        copied, offset = 0, 0
+        while True:
+            got = old.get(limit=batch, offset=offset, include=["embeddings", "documents", "metadatas"])
+            if not got["ids"]:
+                break
+            new.upsert(ids=got["ids"], embeddings=np.asarray(got["embeddings"], dtype=np.float32),
+                       documents=got["documents"], metadatas=got["metadatas"])
+            copied += len(got["ids"])
+            offset += len(got["ids"])
+        if new.count() != old.count():
+            raise VectorDBUnavailableError(f"copying collection {collection!r} from {source} to {target}: "
+                                           f"{new.count()} rows arrived of {old.count()}")
+        return str(old.id), str(new.id), copied
+    finally:
+        target_client.close()
+        source_client.close()
+
+
+def drop_collection(path: Path, collection: str) -> bool:
+    """Delete a collection of an embedded store (the caller holds its writer lock); False when it
+    was not there."""
+    client = _embedded_client(Path(path))
+    try:
+        names = {getattr(c, "name", c) for c in client.list_collections()}
+        if collection not in names:
+            return False
+        client.delete_collection(collection)
+        return True
+    finally:
+        client.close()
+
+
+def delete_from_collection(path: Path, collection: str, ids: Sequence[str]) -> int:
+    """Delete these ids from a collection of an embedded store (the caller holds its writer lock);
+    how many of them it held."""
+    client = _embedded_client(Path(path))
+    try:
+        found = client.get_collection(collection).get(ids=list(ids), include=[])["ids"] if ids else []
+        for start in range(0, len(found), _WRITE_BATCH):
+            client.get_collection(collection).delete(ids=found[start : start + _WRITE_BATCH])
+        return len(found)
+    finally:
+        client.close()
+
+
 def embedded_collection_id(path: Path, collection: str) -> str | None:
     """The id of a collection of an embedded Chroma store, read from Chroma's own catalog file
     without importing chromadb (≈1.4 s): a no-op ingest uses it to notice a deleted or recreated

@@ -144,6 +144,33 @@ class StageStore:
     def delete_document(self, doc_path: str) -> None:
         self.delete_documents([doc_path])
 
+    def replace_fingerprint(self, stage: str, old: str, new: str) -> int:
+        """Records of this stage carrying fingerprint `old` carry `new` instead (the same work, now
+        known by another name: a collection copied to another store gets a new id); how many."""
+        t = stage_records.c
+        with self.db.write() as conn:
+            return conn.execute(stage_records.update().where(t.stage == stage, t.fingerprint == old)
+                                .values(fingerprint=new)).rowcount
+
+    def fingerprints(self, stage: str) -> dict[str, int]:
+        """fingerprint -> how many documents' records of this stage carry it."""
+        t = stage_records.c
+        with self.db.read() as conn:
+            return dict(conn.execute(sa.select(t.fingerprint, sa.func.count()).where(t.stage == stage)
+                                     .group_by(t.fingerprint)).all())
+
+    def chunk_ids(self) -> set[str]:
+        """The ids of every chunk the chunk records hold."""
+        ids: set[str] = set()
+        t = stage_records.c
+        with self.db.read() as conn:
+            for (payload,) in conn.execute(sa.select(t.payload).where(t.stage == CHUNKS)):
+                try:
+                    ids.update(c["chunk_id"] for c in json.loads(payload))
+                except (ValueError, KeyError, TypeError):
+                    continue
+        return ids
+
     def doc_paths(self, stage: str | None = None) -> set[str]:
         t = stage_records.c
         query = sa.select(t.doc_path).distinct()

@@ -28,9 +28,9 @@ from typing import Iterator, Sequence
 import sqlalchemy as sa
 
 from rag_assets.errors import ConfigurationError, StateDatabaseError
+from rag_assets.index.state_file import STATE_FILE
 
 SCHEMA_VERSION = "1"
-STATE_FILE = "state.sqlite"
 _BUSY_TIMEOUT_SECONDS = 60
 _SCHEMA_LOCK_KEY = 0x7261675F73746174  # "rag_stat": serialises table creation on PostgreSQL
 
@@ -104,14 +104,22 @@ embeddings = sa.Table(
     sa.Column("vector", sa.LargeBinary, nullable=False),
 )
 
-# the BM25 build of each collection, for query processes on other machines (PostgreSQL state only;
-# locally the build folder in the state folder is enough)
-keyword_builds = sa.Table(
-    "keyword_builds",
+# the search snapshot of each collection, for query processes on other machines (PostgreSQL state only;
+# locally the snapshot folder in the state folder is enough): the live manifest (JSON) and its segments
+snapshot_manifests = sa.Table(
+    "snapshot_manifests",
     metadata,
     sa.Column("collection", sa.String(512), primary_key=True),
-    sa.Column("name", sa.String(200), nullable=False),  # the build folder's name (generation + nonce)
-    sa.Column("archive", sa.LargeBinary, nullable=False),  # the build folder as a gzipped tar
+    sa.Column("name", sa.String(200), nullable=False),  # the manifest's file name
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+snapshot_segments = sa.Table(
+    "snapshot_segments",
+    metadata,
+    sa.Column("collection", sa.String(512), primary_key=True),
+    sa.Column("name", sa.String(200), primary_key=True),  # the segment folder's name
+    sa.Column("archive", sa.LargeBinary, nullable=False),  # the segment folder as a gzipped tar
     sa.Column("created_at", sa.Float, nullable=False),
 )
 

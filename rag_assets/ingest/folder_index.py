@@ -1,8 +1,9 @@
 """Index a folder of markdown with the plain stage modules, outside the Dagster ingestion.
 
 discover -> frontmatter -> split -> chunk -> ids -> embed (through an optional embedding cache) ->
-ChromaStore.replace_document, then the index generation is bumped, as an ingest that changed the
-index would. Documents no longer in the folder are deleted from the store.
+ChromaStore.replace_document, then the search snapshot committed (or, without a snapshot writer, the
+index generation bumped), as an ingest that changed the index would. Documents no longer in the
+folder are deleted from the store.
 
 For side indexes the product keeps beside the main one (the extra labelled corpora of the
 evaluation asset, RAG_EVAL_CORPORA) and for tests and benchmarks. With a ``manifest`` file, a
@@ -28,8 +29,8 @@ from rag_assets.ingest.document_metadata import MetadataPolicy, complete
 from rag_assets.ingest.frontmatter import read_document
 from rag_assets.ingest.snippets import render_page
 from rag_assets.ingest.ids import assign_ids, distinct_chunks
-from rag_assets.index.generation import bump_generation
-from rag_assets.ingest.stages import chunking_fingerprint
+from rag_assets.index.generation import bump_generation, read_generation
+from rag_assets.ingest.stages import INDEX_GROUP_CHUNKS, SnapshotCommits, chunking_fingerprint
 from rag_assets.ingest.markdown import split_markdown
 from rag_assets.index.chroma_store import ChromaStore
 from rag_assets.ingest.tokens import TokenCounter
@@ -42,8 +43,12 @@ def index_folder(
     *,
     cache: EmbeddingCache | None = None,
     manifest: Path | None = None,
+    snapshot: SnapshotCommits | None = None,
 ) -> dict:
-    """Bring the store of ``settings`` in line with ``docs_dir``; returns small stats."""
+    """Bring the store of ``settings`` in line with ``docs_dir``; returns small stats. ``snapshot``
+    (rag_assets.retrieval.snapshot_writer.SnapshotWriter over the same store): the search snapshot is
+    committed as the store changes, in groups; without it the generation is bumped and readers build
+    the snapshot from the store."""
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
     config = ChunkingConfig.from_settings(settings)
     policy = MetadataPolicy.from_settings(settings)
@@ -56,6 +61,7 @@ def index_folder(
     current: dict[str, str] = {}
     errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors]
     stats = {"documents": 0, "unchanged": 0, "chunks_written": 0, "deleted": 0}
+    pending: list = []  # documents written to the store, not yet committed to the snapshot
     for ref in catalog.documents:
         key = f"{ref.content_hash}:{fingerprint}"
         if known.get(ref.doc_path) == key:
@@ -69,15 +75,28 @@ def index_folder(
         except RagError as exc:  # one bad document must not stop the others
             errors.append({"doc_path": ref.doc_path, "error": str(exc)})
             continue
-        result = store.replace_document(ref.doc_path, chunks, embed_chunks(embedder, cache, chunks))
+        vectors = embed_chunks(embedder, cache, chunks)
+        result = store.replace_document(ref.doc_path, chunks, vectors)
         stats["chunks_written"] += result.written
         stats["deleted"] += result.deleted
         current[ref.doc_path] = key
+        if snapshot is not None:
+            pending.append((ref.doc_path, chunks, vectors))
+            if sum(len(c) for _, c, _ in pending) >= INDEX_GROUP_CHUNKS:
+                stats["generation"] = snapshot.replace(pending)
+                pending = []
+    if pending:
+        stats["generation"] = snapshot.replace(pending)
     stats["documents"] = len(current)
-    for stale in sorted(store.doc_paths() - set(current) - {e["doc_path"] for e in errors}):
-        stats["deleted"] += store.delete_document(stale)
-    if stats["chunks_written"] or stats["deleted"] or not known:
+    stale = sorted(store.doc_paths() - set(current) - {e["doc_path"] for e in errors})
+    for doc_path in stale:
+        stats["deleted"] += store.delete_document(doc_path)
+    if snapshot is not None:
+        if stale:
+            stats["generation"] = snapshot.remove(stale)
+    elif stats["chunks_written"] or stats["deleted"] or not known:
         stats["generation"] = bump_generation(settings.state_dir)
+    stats.setdefault("generation", read_generation(settings.state_dir))
     _write_manifest(manifest, current)
     return {**stats, "errors": errors}
 

@@ -18,7 +18,7 @@ import traceback
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import DocumentError, EmbeddingServiceUnavailable, VectorDBUnavailableError
 from rag_assets.index.generation import bump_generation
 from rag_assets.index.locks import DocumentLocks
-from rag_assets.models import Block, BlockType, DocumentRef
+from rag_assets.models import Block, BlockType, Chunk, DocumentRef
 from rag_assets.progress import ProgressEvent, Reporter, no_progress
 from rag_assets.index.stage_store import (
     BLOCKS,
@@ -457,6 +457,15 @@ def store_fingerprint(store) -> str:
     return index_fingerprint(store.collection_name, store.collection_id, store.embedding_model)
 
 
+class SnapshotCommits(Protocol):
+    """What the stages tell the search snapshot (rag_assets.retrieval.snapshot_writer.SnapshotWriter)
+    after they change the store: each call commits the snapshot and sets a new index generation."""
+
+    def replace(self, documents: Sequence[tuple[str, Sequence[Chunk], np.ndarray]]) -> str: ...
+
+    def remove(self, doc_paths: Sequence[str]) -> str: ...
+
+
 def run_index(
     refs: Sequence[DocumentRef],
     stages: StageStore,
@@ -465,13 +474,17 @@ def run_index(
     chunks_fingerprint: str,
     progress: Reporter = no_progress,
     locks: DocumentLocks | None = None,
+    snapshot: SnapshotCommits | None = None,
 ) -> StageReport:
     """Write each document's chunks to the store, several documents per store call.
 
     Per document the order is: its index record marked "replacing", new and changed vectors
-    written, stale vectors deleted, the record written, all under the document's lock (another
-    worker writing the same document waits). A crash anywhere leaves a record that is not current,
-    so the next run redoes the document (even if the file was reverted meanwhile)."""
+    written, stale vectors deleted, the search snapshot committed (``snapshot``: the same chunks and
+    vectors), the record written, all under the document's lock (another worker writing the same
+    document waits). A crash anywhere leaves a record that is not current, so the next run redoes the
+    document (even if the file was reverted meanwhile) and commits it. Without ``snapshot`` the
+    index generation is bumped at the end when the store changed (readers then rebuild the snapshot
+    from the store)."""
     model = store.embedding_model
     fingerprint = store_fingerprint(store)
     report = StageReport(INDEXED)
@@ -508,13 +521,13 @@ def run_index(
             batch.append((ref, chunks, matrix))
         for group in _groups(batch, INDEX_GROUP_CHUNKS):
             with _held(locks, [ref.doc_path for ref, _, _ in group]):
-                w, d = _replace_group(group, stages, store, fingerprint, report, errors)
+                w, d = _replace_group(group, stages, store, fingerprint, report, errors, snapshot)
             written, deleted = written + w, deleted + d
         _commit(stages, INDEXED, report, [], errors)
         done += len(window)
         progress(ProgressEvent("index", done, len(refs)))
 
-    if written or deleted:
+    if snapshot is None and (written or deleted):
         bump_generation(stages.db)
     try:
         count = store.count()
@@ -525,8 +538,10 @@ def run_index(
     return report
 
 
-def _replace_group(group, stages: StageStore, store, fingerprint: str, report: StageReport, errors: list) -> tuple[int, int]:
-    """Replace a group of documents with one batched store call; on failure, one by one."""
+def _replace_group(group, stages: StageStore, store, fingerprint: str, report: StageReport, errors: list,
+                   snapshot: SnapshotCommits | None = None) -> tuple[int, int]:
+    """Replace a group of documents with one batched store call (on failure, one by one), then commit
+    them to the search snapshot; a document is recorded indexed only once both are done."""
     stages.mark(INDEXED, [ref.doc_path for ref, _, _ in group], REPLACING)
     try:
         results = store.replace_documents([(ref.doc_path, chunks, matrix) for ref, chunks, matrix in group])
@@ -541,9 +556,18 @@ def _replace_group(group, stages: StageStore, store, fingerprint: str, report: S
             return 0, 0
         written = deleted = 0
         for item in group:  # isolate the document the store refuses
-            w, d = _replace_group([item], stages, store, fingerprint, report, errors)
+            w, d = _replace_group([item], stages, store, fingerprint, report, errors, snapshot)
             written, deleted = written + w, deleted + d
         return written, deleted
+    if snapshot is not None:
+        try:
+            snapshot.replace([(ref.doc_path, chunks, matrix) for ref, chunks, matrix in group])
+        except VectorDBUnavailableError as exc:  # a snapshot rebuilt from a store that went away
+            errors.extend((ref, f"{ref.doc_path}: {exc}") for ref, _, _ in group)
+            return 0, 0
+        except OSError as exc:  # not recorded indexed: the next run commits them again
+            errors.extend((ref, f"{ref.doc_path}: the search snapshot could not be written: {exc}") for ref, _, _ in group)
+            return 0, 0
     records = []
     for ref, chunks, _ in group:
         result = results[ref.doc_path]
@@ -562,14 +586,19 @@ def _held(locks: DocumentLocks | None, doc_paths: Sequence[str]):
 
 
 def remove_documents(
-    doc_paths: Sequence[str], stages: StageStore, store, locks: DocumentLocks | None = None
+    doc_paths: Sequence[str], stages: StageStore, store, locks: DocumentLocks | None = None,
+    snapshot: SnapshotCommits | None = None,
 ) -> dict[str, int]:
-    """Forget documents that vanished: their vectors first (found by doc_path), then their records."""
+    """Forget documents that vanished: their vectors first (found by doc_path), then the search
+    snapshot's copy, then their records (a crash before the last step: the next catalog run removes
+    them again)."""
     doc_paths = list(doc_paths)
     with _held(locks, doc_paths):
         removed = store.delete_documents(doc_paths) if store is not None and doc_paths else {p: 0 for p in doc_paths}
+        if snapshot is not None and doc_paths:
+            snapshot.remove(doc_paths)
         stages.delete_documents(doc_paths)
-    if any(removed.values()):
+    if snapshot is None and any(removed.values()):
         bump_generation(stages.db)
     return removed
 
@@ -621,13 +650,17 @@ def find_orphans(store, keep_doc_paths: Iterable[str]) -> Orphans:
     return orphans
 
 
-def delete_orphans(store, orphans: Orphans, stages: StageStore, locks: DocumentLocks | None = None) -> int:
-    """Delete the orphaned vectors (and any stage records of those documents)."""
+def delete_orphans(store, orphans: Orphans, stages: StageStore, locks: DocumentLocks | None = None,
+                   snapshot: SnapshotCommits | None = None) -> int:
+    """Delete the orphaned vectors (and the search snapshot's copy and any stage records of those documents)."""
     doomed = [cid for cids in orphans.ids_by_document.values() for cid in cids]
     if not doomed:
         return 0
     with _held(locks, list(orphans.ids_by_document)):
         store.delete_ids(doomed)
+        if snapshot is not None:
+            snapshot.remove(list(orphans.ids_by_document))
         stages.delete_documents(list(orphans.ids_by_document))
-    bump_generation(stages.db)
+    if snapshot is None:
+        bump_generation(stages.db)
     return len(doomed)

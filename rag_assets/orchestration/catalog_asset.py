@@ -13,6 +13,7 @@ from rag_assets.ingest.catalog import deletion_refusal, vanished_documents
 from rag_assets.ingest.discovery import discover_for, partition_key_for
 from rag_assets.ingest.scope import left_out_counts
 from rag_assets.ingest.stages import delete_orphans, find_orphans, remove_documents
+from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
 from .naming import CorpusNames
 from .resources import EmbedderResource, VectorStoreResource
@@ -75,8 +76,9 @@ def build_document_catalog(corpus: Corpus, names: CorpusNames, partitions: dg.Dy
                 orphans = orphans.without(list(orphans.ids_by_document))
             else:
                 locks = DocumentLocks(stages.db, settings.state_dir)
-                deleted = remove_documents(vanished.doc_paths, stages, store, locks)
-                orphan_vectors = delete_orphans(store, orphans, stages, locks)
+                snapshot = SnapshotWriter(settings, store, stages.db)
+                deleted = remove_documents(vanished.doc_paths, stages, store, locks, snapshot)
+                orphan_vectors = delete_orphans(store, orphans, stages, locks, snapshot)
         if not refusal:
             for key in stale_keys:
                 context.instance.delete_dynamic_partition(partitions.name, key)

@@ -25,6 +25,7 @@ from rag_assets.ingest import documents_from_code
 from rag_assets.ingest.document_metadata import MetadataPolicy, complete
 from rag_assets.ingest.documents_from_code import Planned
 from rag_assets.models import DocumentRef, IngestionResult
+from rag_assets.orchestration.stopping import IngestInterrupted
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,14 @@ def ingest_documents(settings: Settings, documents: Iterable[Any]) -> IngestionR
         try:
             documents_from_code.write_planned(going)
             summary = ingest(only_doc_paths=[p.doc_path for p in going])
+        except IngestInterrupted:
+            # Ctrl-C / SIGTERM: what its finished runs indexed stays (stopping.py); only the others
+            # are put back
+            kept = _indexed_now(settings, going)
+            for p in going:
+                if p.doc_path not in kept:
+                    _put_back(p)
+            raise
         except BaseException:
             for p in going:  # not indexed: the folder as it was
                 _put_back(p)
@@ -129,6 +138,30 @@ def ingest_documents(settings: Settings, documents: Iterable[Any]) -> IngestionR
         document_ids=[p.doc.id for p in planned],
         failed_ids=[p.doc.id for p in failed],
     )
+
+
+def _indexed_now(settings: Settings, going: list[Planned]) -> set[str]:
+    """Those of these documents indexed at the content this ingest wrote (a stopped ingest's finished
+    runs): current in every stage, no failure recorded."""
+    from rag_assets.index.stage_store import StageStore
+    from rag_assets.orchestration.fingerprints import stale_now
+
+    try:
+        stages = StageStore.for_settings(settings)
+        paths = [p.doc_path for p in going]
+        refs = list(stages.catalog_by_doc_path(paths).values())
+        stale, failed = stale_now(refs, stages, settings), stages.failures(paths)
+    except Exception:  # noqa: BLE001 - unknown: every document is put back, as for any other failure
+        return set()
+    ours = {r.doc_path for r in refs if r.doc_path not in stale and r.doc_path not in failed}
+    return {p.doc_path for p in going if p.doc_path in ours and _reads(p.path) == p.text}
+
+
+def _reads(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def _put_back(planned: Planned) -> None:

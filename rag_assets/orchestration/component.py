@@ -16,14 +16,18 @@ for all its corpora (rag_assets/corpora/resources.py).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import click
 import dagster as dg
 from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
 
-from rag_assets.corpus import DEFAULT_CORPUS, Corpus
+from rag_assets.corpus import DEFAULT_CORPUS, Corpus, validate_name
+from rag_assets.errors import ConfigurationError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+log = logging.getLogger(__name__)
 # the Settings fields a component may set, besides its name and folder
 SETTINGS_FIELDS = ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "chunk_overlap_tokens",
                    "embedder", "embedding_model", "required_metadata", "doc_types", "default_doc_type",
@@ -33,10 +37,29 @@ SETTINGS_FIELDS = ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens"
 
 
 class MarkdownCorpusScaffolder(dg.Scaffolder):
-    """defs.yaml with the one setting a corpus needs: its folder (data/<name> until you point it elsewhere)."""
+    """defs.yaml with the one setting a corpus needs: its folder (data/<name> until you point it elsewhere).
+
+    The folder is the corpus's name: a folder inside the project's defs folder, named as a new
+    corpus may be named (rag_assets.corpus: lowercase, not reserved). Anything else is refused
+    before a file is written, and the empty folder `dg` made for it is removed (`../evil` would
+    otherwise land in rag_assets/evil, and `Upper Case` break every `rag` command)."""
 
     def scaffold(self, request: ScaffoldRequest) -> None:
-        dg.scaffold_component(request, {"docs_dir": f"data/{Path(request.target_path).name}"})
+        target = Path(request.target_path)  # the defs folder / the path given, as given
+        problem = None
+        if ".." in target.parts:
+            problem = "a corpus is a folder inside the project's defs folder (named as the corpus), not outside it"
+        else:
+            try:
+                validate_name(target.name, new=True)
+            except ConfigurationError as exc:
+                problem = str(exc)
+        if problem is not None:
+            if target.is_dir() and not any(target.iterdir()):
+                target.rmdir()  # what dg made for it: nothing of ours is left behind
+            # a usage error: `dg` prints the one line (not a traceback) and exits 1
+            raise click.UsageError(f"rag_assets.MarkdownCorpus {target.name!r}: {problem}; nothing written")
+        dg.scaffold_component(request, {"docs_dir": f"data/{target.name}"})
 
 
 @scaffold_with(MarkdownCorpusScaffolder)
@@ -92,7 +115,10 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
             eval_dir = Path(self.eval_dir).expanduser()
             chosen["eval_dir"] = (eval_dir if eval_dir.is_absolute() else Path(project_root) / eval_dir).resolve()
         corpora_dir = Settings.from_env().corpora_dir
-        return Corpus.named(name, docs_dir, corpora_dir, **chosen)
+        try:
+            return Corpus.named(name, docs_dir, corpora_dir, **chosen)
+        except ConfigurationError as exc:
+            raise dg.DagsterInvalidDefinitionError(f"{component_path}/defs.yaml: {exc}") from None
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         from rag_assets.orchestration.corpus_definitions import build_corpus_definitions
@@ -113,7 +139,11 @@ def component_corpora(project_root: Path = PROJECT_ROOT) -> list[Corpus]:
     found = []
     for loc, component_type, folder in declared_components(tree):  # the component's folder is its name
         if isinstance(component_type, type) and issubclass(component_type, MarkdownCorpus):
-            found.append(tree.load_component(loc).corpus(folder, project_root))
+            try:
+                found.append(tree.load_component(loc).corpus(folder, project_root))
+            except dg.DagsterInvalidDefinitionError as exc:
+                # the others still work (`dagster dev` shows the broken one as its code location's error)
+                log.warning("skipping a corpus: %s", exc)
     return found
 
 

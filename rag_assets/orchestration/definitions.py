@@ -16,6 +16,7 @@ from rag_assets.errors import ConfigurationError
 
 from .component import component_corpora
 from .corpus_definitions import CorpusDefinitions, build_corpus_definitions
+from .interrupt_logging import LOGGER_NAME, rag_interrupt_logger
 from .resources import project_resources
 
 RESOURCES = project_resources()
@@ -29,6 +30,9 @@ def project_definitions(corpora: list[CorpusDefinitions]) -> dg.Definitions:
             # One process per run, not per step: steps share the loaded model, start-up costs once, and
             # the embedded Chroma store is never opened by two step processes at once (chroma #7040).
             executor=dg.in_process_executor,
+            # the console logger as every job has it, and the one that ends a run stopped by Ctrl-C
+            # CANCELED (switched on by the CLI's own runs only: interrupt_logging)
+            loggers={"console": dg.colored_console_logger, LOGGER_NAME: rag_interrupt_logger},
         ),
     )
 

@@ -11,6 +11,7 @@ from rag_assets.index.locks import DocumentLocks
 from rag_assets.index.stage_store import StageStore
 from rag_assets.ingest.document_metadata import MetadataPolicy
 from rag_assets.ingest.stages import run_chunk, run_embed, run_index, run_parse, run_split
+from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
 from .asset_support import check_result, check_specs, document_refs, progress_reporter, stage_result
 from .fingerprints import chunking_fingerprint_for, chunking_setup
@@ -116,14 +117,15 @@ def _vector_index(corpus: Corpus, names: CorpusNames, per_doc: dict, upstream: d
         context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
     ) -> dg.MaterializeResult:
         """The vector store: per-document replace (new chunks written first, stale ones deleted after),
-        several documents per store call."""
+        several documents per store call; then the search snapshot queries read, committed per group."""
         settings = embedder.settings(corpus.settings())
         model = embedder.get(settings)
         stages = StageStore.for_settings(settings)
         refs = document_refs(context, settings, stages)
         with vector_store.writer(model, settings) as store:
             report = run_index(refs, stages, store, embedder.cache(settings), chunking_fingerprint_for(settings, model),
-                               progress_reporter(context), DocumentLocks(stages.db, settings.state_dir))
+                               progress_reporter(context), DocumentLocks(stages.db, settings.state_dir),
+                               SnapshotWriter(settings, store, stages.db))
             checks = [
                 check_result(INDEX_CHECKS[0], invariants.documents_indexed(stages, refs)),
                 check_result(INDEX_CHECKS[1], invariants.index_matches_records(stages, refs, store)),

@@ -196,16 +196,18 @@ def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
     from rag_assets.evaluation.evalset import load_eval_sets
     from rag_assets.ingest.folder_index import index_folder
     from rag_assets.index.chroma_store import ChromaStore
+    from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
     from rag_assets.evaluation.synthetic.folder import synthetic_dir
 
     side = corpus.settings(settings)
     # the main embedding cache: a text embedded for either index is never embedded again
     cache = EmbeddingCache.for_settings(settings)
-    synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json")
+    store = ChromaStore.for_settings(side, model)
+    synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json",
+                          snapshot=SnapshotWriter(side, store))
     for error in synced["errors"]:
         context.log.warning(f"eval corpus {corpus.name}: {error['doc_path']}: {error['error']}")
-    store = ChromaStore.for_settings(side, model)
     prefix = f"{corpus.name}/"
     if corpus.eval_sets():
         loaded = load_eval_sets(corpus.eval_sets())

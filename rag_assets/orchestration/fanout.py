@@ -75,37 +75,56 @@ def launch_document_runs(
         # the runs by that much each.
         launcher = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rag-launch")
         launches: list[Future] = []
-        while pending or running:
-            while pending and len(running) < workers:
-                plan = pending.pop(0)
-                run = _create_run(instance, repository, remote_job, snapshot, {**tags, **plan.tags}, run_config or {})
-                launches.append(launcher.submit(instance.launch_run, run.run_id, workspace))
-                running.append(LaunchedRun(plan, run.run_id))
-            time.sleep(poll_seconds)
-            for launch in [f for f in launches if f.done()]:
-                launches.remove(launch)
-                launch.result()  # a launch that failed raises here (its run is marked failed by Dagster)
-            for launched in list(running):
-                run = instance.get_run_by_id(launched.run_id)
-                if run.status not in _TERMINAL and _worker_died(instance, run):
-                    # read again: a worker that ended normally after the first read has written its
-                    # final status by now, and must not be reported failed
-                    run = instance.get_run_by_id(launched.run_id)
-                    if run.status not in _TERMINAL:
-                        instance.report_run_failed(
-                            run, "its worker process died (killed?); its documents are redone by the next ingest")
-                        run = instance.get_run_by_id(launched.run_id)
-                if run.status in _TERMINAL:
-                    launched.status = run.status
-                    running.remove(launched)
-                    finished.append(launched)
-                    on_done(launched)
+        try:
+            _follow(instance, workspace, repository, remote_job, snapshot, tags, run_config, pending, running, finished,
+                    launches, launcher, workers, poll_seconds, on_done)
+        except KeyboardInterrupt:
+            # stopped (Ctrl-C, SIGTERM): nothing more is launched, and the runs in flight are
+            # terminated as the UI terminates a run (its worker cancels it: CANCELED)
+            for launched in running:
+                try:
+                    instance.run_coordinator.cancel_run(launched.run_id)
+                except Exception:  # noqa: BLE001 - its code server took the terminal's Ctrl-C too: the next ingest marks it
+                    pass
+            launcher.shutdown(wait=False, cancel_futures=True)
+            raise
         launcher.shutdown(wait=True)
     # once, for every failed run: those whose dead worker was noticed above, and any other
     failed = [r.run_id for r in finished if r.status == dg.DagsterRunStatus.FAILURE]
     if failed:
         end_orphaned_log_tails(failed)
     return finished
+
+
+def _follow(instance, workspace, repository, remote_job, snapshot, tags, run_config, pending: list, running: list,
+            finished: list, launches: list, launcher: ThreadPoolExecutor, workers: int, poll_seconds: float,
+            on_done: Callable[[LaunchedRun], None]) -> None:
+    """Launch and follow the runs until every one has ended (launch_document_runs)."""
+    while pending or running:
+        while pending and len(running) < workers:
+            plan = pending.pop(0)
+            run = _create_run(instance, repository, remote_job, snapshot, {**tags, **plan.tags}, run_config or {})
+            launches.append(launcher.submit(instance.launch_run, run.run_id, workspace))
+            running.append(LaunchedRun(plan, run.run_id))
+        time.sleep(poll_seconds)
+        for launch in [f for f in launches if f.done()]:
+            launches.remove(launch)
+            launch.result()  # a launch that failed raises here (its run is marked failed by Dagster)
+        for launched in list(running):
+            run = instance.get_run_by_id(launched.run_id)
+            if run.status not in _TERMINAL and _worker_died(instance, run):
+                # read again: a worker that ended normally after the first read has written its
+                # final status by now, and must not be reported failed
+                run = instance.get_run_by_id(launched.run_id)
+                if run.status not in _TERMINAL:
+                    instance.report_run_failed(
+                        run, "its worker process died (killed?); its documents are redone by the next ingest")
+                    run = instance.get_run_by_id(launched.run_id)
+            if run.status in _TERMINAL:
+                launched.status = run.status
+                running.remove(launched)
+                finished.append(launched)
+                on_done(launched)
 
 
 def _create_run(instance, repository, remote_job, snapshot, tags: dict[str, str], run_config: dict) -> dg.DagsterRun:

@@ -6,26 +6,38 @@ new documents as partitions and removes vanished ones); then runs over the stale
 partition ranges, at most RAG_DOCUMENTS_PER_RUN documents each (never one run per document), one
 after the other, so a killed ingest keeps every finished run and the next one continues from there.
 
-Concurrency: one ingest at a time per state folder. `ingest()` holds `<state_dir>/ingest.lock`
-from discovery to the last run, so a second `rag ingest` started meanwhile waits, then finds
-everything current (Chroma's embedded store must never see two writing processes, upstream
-chroma #7040; each process also opens Chroma only once it holds the lock, so it never works from a
-stale view). Runs launched from the UI/daemon are serialised by the run queue
-(max_concurrent_runs: 1), and their Chroma writes wait for a CLI ingest: VectorStoreResource.writer
-takes the same ingest lock (re-entrant within the CLI's own in-process runs), then the write lock. Creating the
-Dagster SQLite instance is serialised too: two processes initialising a fresh DAGSTER_HOME at once
-stamp its runs.db with two alembic heads, and every later command fails.
+Stopping (stopping.py): Ctrl-C or SIGTERM stops the run in progress (it ends CANCELED, its finished
+stages kept), starts no further run, and `ingest` raises IngestInterrupted with a summary in which
+the documents not indexed are "not started", not failed; a second signal ends `rag ingest` at once.
+
+Concurrency: one ingest at a time per corpus. `ingest()` holds the corpus's `<state_dir>/ingest.lock`
+from discovery to the last run, so a second `rag ingest` of the same corpus started meanwhile waits,
+then finds everything current. Each corpus has an embedded Chroma store of its own
+(rag_assets.corpus; one writing process per store, upstream chroma #7040), whose writer lock the
+ingest holds too; each process opens Chroma only once it holds the lock, so it never works from a
+stale view. So two corpora's ingests, and an ingest from code into a third, never wait for each
+other. Runs launched from the UI/daemon are serialised per corpus by the run queue (dagster.yaml's
+tag limits on `rag/index`), and their Chroma writes wait for a CLI ingest of the same corpus:
+VectorStoreResource.writer takes the store's writer lock (re-entrant within the CLI's own in-process
+runs). A corpus whose vectors are still in the default corpus's store (made before stores were per
+corpus) is moved into its own first (corpus_stores.py). Creating the Dagster SQLite instance is
+serialised too: two processes initialising a fresh DAGSTER_HOME at once stamp its runs.db with two
+alembic heads, and every later command fails.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
+import json
 import os
+import signal
 import socket
 import sys
 import tempfile
 import time
+import uuid
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,16 +55,28 @@ from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, DocumentRef, IngestSummary
 from rag_assets.index.stage_store import INDEXED, StageStore
+from rag_assets.retrieval.snapshot_writer import ensure_snapshot
 
 from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
 from rag_assets.orchestration.definitions import CORPORA, DEFAULT, project_definitions
+from . import stopping
+from .corpus_stores import move_to_own_store
 from .evaluation import SYNTHETIC_PREFIX
 from .fanout import HOST_TAG, PID_TAG, launch_document_runs, process_tags
 from .fingerprints import stale_now
+from .internals.compute_logs import without_compute_log_capture
+from .internals.interrupts import interrupts_held
+from .interrupt_logging import cancel_if_stopped, interrupt_logging_config
 from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
 from .resources import store_writer_lock
+from .sensors import CORPUS_TAG
+
+# every in-process run of an ingest carries a tag of its own: a run that a Ctrl-C caught while
+# Dagster was still creating it (before its interrupt handling) is found by it and cancelled
+LAUNCH_TAG = "rag/launch"
+LAST_INGEST_KEY = "last_ingest"  # the state database's record of the corpus's last ingest (`rag corpora`)
 
 # how long a `rag ingest` waits for another one to finish; unset or negative: as long as it takes
 INGEST_LOCK_TIMEOUT_VAR = "RAG_INGEST_LOCK_TIMEOUT"
@@ -67,13 +91,15 @@ class CatalogRunFailed(RagError):
 
 
 def get_instance() -> dg.DagsterInstance:
-    """The instance at DAGSTER_HOME; by default the repo's own dagster.yaml (SQLite under data/)."""
+    """The instance at DAGSTER_HOME; by default the repo's own dagster.yaml (SQLite under data/). Its
+    in-process runs (this process's) capture no compute logs: what they print is the CLI's own, and
+    the capture's child processes took the terminal's Ctrl-C too (internals.compute_logs)."""
     home = dagster_home()
     # Opening a fresh SQLite instance creates and alembic-stamps its databases: two processes doing
     # it at once leave runs.db with two version heads ("more than one head present") for good.
     home_key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
     with FileLock(str(Path(tempfile.gettempdir()) / f"rag-dagster-instance-{home_key}.lock")):
-        return dg.DagsterInstance.get()
+        return without_compute_log_capture(dg.DagsterInstance.get())
 
 
 def _lock_timeout() -> float:
@@ -161,15 +187,47 @@ def _execute(
     partition_key: str | None = None,
     run_config: dict | None = None,
 ):
-    return _asset_job(corpus).execute_in_process(
-        instance=instance,
-        asset_selection=[a.key for a in selection],
-        partition_key=partition_key,
-        tags={**(tags or {}), **process_tags()},
-        # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
-        run_config={**(run_config or {}), **_console_logging()},
-        raise_on_error=False,
-    )
+    """One in-process run of these assets. Stopped by Ctrl-C or SIGTERM, the run ends CANCELED
+    (interrupt_logging). Without a stop watch, a Ctrl-C that lands while Dagster creates or winds up
+    the run (outside its interrupt handling) raises KeyboardInterrupt here: a run it left unfinished
+    is marked canceled."""
+    launch = uuid.uuid4().hex
+    config = {**(run_config or {}), **_console_logging()}
+    config["loggers"] = {**config["loggers"], **interrupt_logging_config()}
+    # under a stop watch (stopping.py), which records every signal, Dagster's interrupt capture is
+    # held around the whole run: a signal during its creation is raised by its first step
+    held = interrupts_held() if stopping.active() is not None else nullcontext()
+    try:
+        with held:
+            result = _asset_job(corpus).execute_in_process(
+                instance=instance,
+                asset_selection=[a.key for a in selection],
+                partition_key=partition_key,
+                tags={**(tags or {}), **process_tags(), CORPUS_TAG: corpus.corpus.name, LAUNCH_TAG: launch},
+                # Dagster logs every event at DEBUG; the CLI shows warnings and errors, the UI has the rest
+                run_config=config,
+                raise_on_error=False,
+            )
+        cancel_if_stopped(instance, result.run_id)
+        return result
+    except KeyboardInterrupt:
+        for run in instance.get_runs(filters=dg.RunsFilter(tags={LAUNCH_TAG: launch})):
+            if not run.is_finished:
+                instance.report_run_canceled(run, message="stopped by Ctrl-C or SIGTERM as it started or ended")
+        raise
+
+
+def _stop_requested() -> bool:
+    watch = stopping.active()
+    return watch is not None and watch.requested
+
+
+def _was_stopped(instance: dg.DagsterInstance, result: dg.ExecuteInProcessResult) -> bool:
+    """The run ended because a stop was asked for: canceled, or any run after a signal."""
+    if _stop_requested():
+        return True
+    run = instance.get_run_by_id(result.run_id)
+    return run is not None and run.status == dg.DagsterRunStatus.CANCELED
 
 
 def materialize_documents(
@@ -177,14 +235,18 @@ def materialize_documents(
 ) -> Iterator[tuple[int, dg.ExecuteInProcessResult]]:
     """Run the per-document assets for these documents, run after run: contiguous stretches of the
     partition order (small gaps bridged), at most max_per_run documents each, so every finished
-    run's documents stay indexed if the process is killed during a later one.
+    run's documents stay indexed if the process is killed during a later one. No run starts once a
+    stop is asked for (Ctrl-C, SIGTERM: stopping.py).
     Yields (wanted documents the run covered, its result)."""
     per_document = corpus.ingestion.per_document
     if len(partition_keys) == 1:  # one edit: no plan, and no list of every partition (0.4 s at 100,000)
-        yield 1, _execute(instance, corpus, per_document, partition_key=partition_keys[0])
+        if not _stop_requested():
+            yield 1, _execute(instance, corpus, per_document, partition_key=partition_keys[0])
         return
     order = instance.get_dynamic_partitions(corpus.ingestion.partitions.name)
     for run in plan_runs(order, partition_keys, max_per_run):
+        if _stop_requested():
+            return
         if run.first == run.last:  # one document: its own partition key (its metadata is its own)
             yield 1, _execute(instance, corpus, per_document, partition_key=run.first)
         else:
@@ -224,11 +286,15 @@ def ingest(
     `removing`: documents deleted on purpose (RAGPipeline.delete_documents): when they are all that
     vanished, the deletion guard lets the catalog run remove them, however many they are.
 
-    One ingest at a time per state folder (see the module docstring): a concurrent call waits.
-    With an embedded store the ingest also holds the store's writer lock throughout (its process
-    keeps the store open), so runs launched from the UI or the daemon wait for it; `workers` > 1
-    needs a Chroma server, which takes several writers. `look` (noop_check.check_noop's) saves
-    a second look at the folder, unless this ingest had to wait for another one."""
+    One ingest at a time per corpus (see the module docstring): a concurrent call for the same
+    corpus waits; other corpora's never do. With an embedded store the ingest also holds the
+    corpus's store's writer lock throughout (its process keeps the store open), so runs launched
+    from the UI or the daemon for that corpus wait for it; `workers` > 1 needs a Chroma server,
+    which takes several writers. `look` (noop_check.check_noop's) saves a second look at the
+    folder, unless this ingest had to wait for another one.
+
+    Ctrl-C or SIGTERM (received by the main thread: stopping.py) stops it: no further run starts,
+    and IngestInterrupted (a KeyboardInterrupt) carries the summary of what was kept."""
     settings = corpus.corpus.settings()
     if workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, got {workers}")
@@ -238,27 +304,110 @@ def ingest(
             f"{settings.chroma_path} admits one writing process"
         )
     started = time.perf_counter()
-    writer = store_writer_lock(settings) if workers == 1 else None
-    with ingest_lock(settings.state_dir) as waited, \
-            _holding(writer, "another process is writing the vector store") if writer else nullcontext():
-        # the store is this process's alone from here: its collection loads while the runs start
-        opening = open_in_background(settings) if writer is not None else None
+    summary = IngestSummary()
+    with stopping.stop_on_signals() as watch:
         try:
-            summary = _ingest_locked(only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look,
-                                     removing)
+            with ingest_lock(settings.state_dir) as waited:
+                summary.lock_wait_seconds = round(waited, 3)
+                _ingest_corpus(summary, only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look,
+                               watch, removing)
+        except KeyboardInterrupt:  # also while waiting for the lock, or before any run
+            summary.interrupted = summary.interrupted or _signal_name(watch)
         finally:
-            if opening is not None:
-                opening.join()
-    summary.lock_wait_seconds = round(waited, 3)
-    summary.duration_seconds = round(time.perf_counter() - started, 3)
+            summary.duration_seconds = round(time.perf_counter() - started, 3)
+    if summary.interrupted:
+        raise stopping.IngestInterrupted(summary, getattr(signal, summary.interrupted, signal.SIGINT))
     return summary
+
+
+def _ingest_corpus(summary: IngestSummary, only_doc_paths, allow_mass_delete: bool, workers: int,
+                   corpus: CorpusDefinitions, look: FolderLook | None, watch: stopping.StopWatch | None,
+                   removing: Sequence[str] = ()) -> None:
+    """The ingest under the corpus's ingest lock: its store moved into its own folder if need be,
+    then held (embedded: its writer lock), and the record of how the ingest ended."""
+    settings = corpus.corpus.settings()
+    stages = StageStore.for_settings(settings)
+    _record_ingest(stages, {"outcome": "running", "pid": os.getpid(), "host": socket.gethostname()})
+    outcome = "failed"
+    try:
+        moved = move_to_own_store(corpus.corpus) if workers == 1 else None
+        if moved is not None:
+            look = None
+            _say_moved(moved)
+            settings = corpus.corpus.settings()  # its own store from now on
+        writer = store_writer_lock(settings) if workers == 1 else None
+        with _holding(writer, "another process is writing the vector store") if writer else nullcontext():
+            # the store is this process's alone from here: its collection loads while the runs start
+            opening = open_in_background(settings) if writer is not None else None
+            try:
+                _ingest_locked(summary, only_doc_paths, allow_mass_delete, workers, corpus, look, watch, removing)
+                if not summary.interrupted:
+                    # runs commit the search snapshot; an index an earlier version wrote gets it here, not from a query
+                    ensure_snapshot(settings)
+            finally:
+                if opening is not None:
+                    opening.join()
+        outcome = "interrupted" if summary.interrupted else "finished"
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+        raise
+    finally:
+        _record_ingest(stages, {"outcome": outcome, "documents_processed": summary.documents_processed,
+                                "documents_failed": summary.documents_failed,
+                                "documents_not_started": summary.documents_not_started,
+                                "signal": summary.interrupted, "run_ids": summary.run_ids[-20:]})
+
+
+def _signal_name(watch: stopping.StopWatch | None) -> str:
+    """The stopping signal's name; a KeyboardInterrupt the watcher has not read yet is a SIGINT's."""
+    if watch is not None and watch.signum is None:
+        time.sleep(0.05)  # the watcher reads the signal number as the main thread handles it
+    return stopping.NAMES.get(watch.signum if watch is not None else None, "SIGINT")
+
+
+def _say_moved(moved) -> None:
+    if moved.shared_with_default:
+        print(f"rag: corpus {moved.corpus} shared the default corpus's collection; it has a store of its own now "
+              f"({moved.target}) and is indexed there from its embedding cache; {moved.vectors_removed_from_default} of "
+              f"its vectors were removed from the default corpus's", file=sys.stderr, flush=True)
+    else:
+        print(f"rag: corpus {moved.corpus} moved into a store of its own ({moved.target}): {moved.vectors_copied} vectors "
+              "copied, nothing embedded again", file=sys.stderr, flush=True)
+
+
+def _record_ingest(stages: StageStore, record: dict) -> None:
+    """The corpus's last ingest as `rag corpora` shows it: running (pid, host), or how it ended and when."""
+    record = {**record, "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    try:
+        stages.db.set_meta(LAST_INGEST_KEY, json.dumps(record))
+    except Exception:  # noqa: BLE001 - a listing's record never fails an ingest (a read-only state folder says so elsewhere)
+        pass
+
+
+def last_ingest(stages: StageStore) -> dict | None:
+    """The corpus's last ingest (`_record_ingest`); one recorded as running by a process that is gone
+    (killed) reads as interrupted."""
+    try:
+        record = json.loads(stages.db.get_meta(LAST_INGEST_KEY) or "null")
+    except ValueError:
+        return None
+    if isinstance(record, dict) and record.get("outcome") == "running" and record.get("host") == socket.gethostname():
+        try:
+            os.kill(int(record.get("pid", 0)), 0)
+        except ProcessLookupError:
+            record = {**record, "outcome": "interrupted", "signal": "killed"}
+        except (PermissionError, ValueError, OverflowError):
+            pass
+    return record if isinstance(record, dict) else None
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     """Runs of this host's CLI left STARTED by a killed process: marked failed, so the UI does not
-    show them in progress forever (their work is redone by this ingest: stage records are atomic)."""
+    show them in progress forever (their work is redone by this ingest: stage records are atomic).
+    One left CANCELING (a second Ctrl-C ended its process at once) is marked canceled."""
     host, orphaned = socket.gethostname(), []
-    started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: host}))
+    started = instance.get_runs(filters=dg.RunsFilter(
+        statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING], tags={HOST_TAG: host}))
     for run in started:
         try:
             os.kill(int(run.tags.get(PID_TAG, "0")), 0)
@@ -267,19 +416,26 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
             pass
         except (PermissionError, ValueError):
             continue
-        instance.report_run_failed(run, f"process {run.tags.get(PID_TAG)} died during the run (killed?); marked failed by rag")
+        if run.status == dg.DagsterRunStatus.CANCELING:
+            instance.report_run_canceled(run, f"process {run.tags.get(PID_TAG)} was stopped at once (a second Ctrl-C); "
+                                              "marked canceled by rag")
+        else:
+            instance.report_run_failed(run, f"process {run.tags.get(PID_TAG)} died during the run (killed?); marked failed by rag")
         orphaned.append(run.run_id)
     return orphaned
 
 
-def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int,
-                   corpus: CorpusDefinitions, look: FolderLook | None = None, removing: Sequence[str] = ()) -> IngestSummary:
+def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None, allow_mass_delete: bool, workers: int,
+                   corpus: CorpusDefinitions, look: FolderLook | None = None,
+                   watch: stopping.StopWatch | None = None, removing: Sequence[str] = ()) -> IngestSummary:
+    """The ingest, its locks held; fills `summary` as it goes (what a stop leaves of it is true)."""
     settings = corpus.corpus.settings()
     document_catalog = corpus.ingestion.document_catalog
     instance = get_instance()
+    if watch is not None:
+        watch.instance = instance  # an interrupted run is marked canceling there (interrupt_logging)
     fail_orphaned_runs(instance)
     runs_at_start = run_storage_state()
-    summary = IngestSummary()
     stages = StageStore.for_settings(settings)
     if look is not None and look.moved_only and (only_doc_paths is not None or look.runs != runs_at_start):
         look = None  # a run came after the moved-only look: it may have moved more, the whole catalog decides
@@ -320,6 +476,10 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
         config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
         catalog_run = _execute(instance, corpus, [document_catalog], run_config=config)
         summary.run_ids.append(catalog_run.run_id)
+        if _was_stopped(instance, catalog_run):
+            summary.documents_discovered = len(seen.documents) + len(seen.errors)
+            summary.interrupted = _signal_name(watch)
+            return summary
         if not catalog_run.success:
             raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
         catalog_meta = _materialization_metadata(catalog_run).get(document_catalog.key.to_user_string(), {})
@@ -360,10 +520,13 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
     if todo:
         publish(ProgressEvent(OVERALL, 0, len(todo)))
     before = {t.doc_path: t.content_hash for t in todo}
-    all_ran = _run_documents(instance, todo, workers, settings, summary, corpus)
+    try:
+        all_ran = _run_documents(instance, todo, workers, settings, summary, corpus)
+    except KeyboardInterrupt:  # between runs, in this code: as good as a stop noticed after a run
+        summary.interrupted, all_ran = _signal_name(watch), False
     failed, pending, vanished = _not_current(instance, settings, stages, todo, corpus)
     changed = [r for r in pending if r.content_hash != before[r.doc_path]]
-    if changed and all_ran:
+    if changed and all_ran and not summary.interrupted:
         # saved while the run read them: each stage acts on the file as it is, so a stage after
         # the edit skipped the new version. Once more for those, so the ingest ends current.
         all_ran = _run_documents(instance, changed, 1, settings, summary, corpus, report_progress=False)
@@ -373,14 +536,20 @@ def _ingest_locked(only_doc_paths: Sequence[str] | None, allow_mass_delete: bool
                              runs_at_start, look, partial)
     failures = stages.failures([r.doc_path for r in failed]) if failed else {}
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
+    # stopped: what is not indexed and has no failure of its own was not started (or its run was
+    # stopped), not failed; the next `rag ingest` does it
+    not_started = pending if summary.interrupted else []
+    pending = [] if summary.interrupted else pending
     summary.errors += [{"doc_path": r.doc_path, "error": (
         "file changed while being ingested; the next run indexes the new version"
         if r.content_hash != before[r.doc_path] else
-        "not indexed: its run failed or was interrupted; the next `rag ingest` continues")} for r in pending]
-    # every discovered document is counted once: unchanged (no work), processed (current now), or failed
+        "not indexed: its run failed; the next `rag ingest` continues")} for r in pending]
+    # every discovered document is counted once: unchanged (no work), processed (current now), failed,
+    # or not started (a stopped ingest)
     summary.documents_unchanged = (documents if only_doc_paths is None else len(refs)) - len(todo)
-    summary.documents_processed = len(todo) - vanished - len(failed) - len(pending)
+    summary.documents_processed = len(todo) - vanished - len(failed) - len(pending) - len(not_started)
     summary.documents_failed = len(refused) + len(failed) + len(pending)
+    summary.documents_not_started = len(not_started)
     return summary
 
 
@@ -417,7 +586,8 @@ def _remember_if_current(instance, settings, stages: StageStore, corpus: CorpusD
 
 def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings, summary: IngestSummary,
                    corpus: CorpusDefinitions, report_progress: bool = True) -> bool:
-    """Materialize the per-document assets for these documents; False when a run failed."""
+    """Materialize the per-document assets for these documents; False when a run failed or the
+    ingest was stopped (summary.interrupted: no further run started)."""
     if not todo:
         return True
     runs_before = len(summary.run_ids)
@@ -428,10 +598,17 @@ def _run_documents(instance, todo: Sequence[DocumentRef], workers: int, settings
         done = 0
         keys = [r.partition_key for r in todo]
         for covered, run in materialize_documents(instance, keys, settings.documents_per_run, corpus):
-            done += covered
-            if report_progress:
-                publish(ProgressEvent(OVERALL, done, len(todo)))
-            _count_run(summary, run.run_id, _materialization_metadata(run), run.success, lambda: _first_error(run))
+            stopped = _was_stopped(instance, run)
+            if not stopped:
+                done += covered
+                if report_progress:
+                    publish(ProgressEvent(OVERALL, done, len(todo)))
+            _count_run(summary, run.run_id, _materialization_metadata(run), run.success or stopped, lambda: _first_error(run))
+            if stopped:
+                break
+    if _stop_requested():
+        summary.interrupted = _signal_name(stopping.active())
+        return False
     return len(summary.run_ids) > runs_before and len(summary.errors) == errors_before
 
 

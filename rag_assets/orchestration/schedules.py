@@ -20,7 +20,7 @@ from .assets import IngestionAssets
 from .fingerprints import stale_now
 from .evaluation import EvaluationAssets
 from .partition_ranges import plan_runs
-from .sensors import EVALUATION_RUN_TAGS, INDEX_RUN_TAGS
+from .sensors import evaluation_run_tags, index_run_tags
 
 
 
@@ -37,8 +37,9 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
     )
     def nightly_reconcile(context: dg.ScheduleEvaluationContext):
         stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
+        index_tags = index_run_tags(corpus)
         requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key],
-                                  tags=INDEX_RUN_TAGS)]
+                                  tags=index_tags)]
         settings = corpus.settings()
         stages = StageStore.for_settings(settings)
         try:
@@ -54,11 +55,11 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
         for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
             requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",
                                           asset_selection=[a.key for a in per_document],
-                                          tags={**run.tags, **INDEX_RUN_TAGS}))
+                                          tags={**run.tags, **index_tags}))
         requests.append(dg.RunRequest(run_key=f"reconcile-audit-{stamp}", asset_selection=[index_audit.key],
-                                      tags=INDEX_RUN_TAGS))
+                                      tags=index_tags))
         requests.append(dg.RunRequest(run_key=f"reconcile-evaluation-{stamp}", asset_selection=evaluation_keys,
-                                      tags=EVALUATION_RUN_TAGS))
+                                      tags=evaluation_run_tags(corpus)))
         return requests
 
     return nightly_reconcile

@@ -36,10 +36,18 @@ from .change_runs import plan_change_runs
 from .evaluation import GENERATION_KEY, EvaluationAssets
 from .watch_heartbeat import live_watcher
 
-# the run queue's tag limits (dagster.yaml) keep index writers one at a time and let one evaluation
-# run beside them
-INDEX_RUN_TAGS = {"rag/run": "index"}
-EVALUATION_RUN_TAGS = {"rag/run": "evaluation"}
+# The run queue's tag limits (dagster.yaml) keep each corpus's index writers one at a time and let
+# one evaluation of it run beside them; corpora never wait for each other (each has a store of its own)
+CORPUS_TAG = "rag/corpus"
+INDEX_TAG, EVALUATION_TAG = "rag/index", "rag/evaluation"  # limited per corpus (their value)
+
+
+def index_run_tags(corpus: Corpus) -> dict[str, str]:
+    return {"rag/run": "index", CORPUS_TAG: corpus.name, INDEX_TAG: corpus.name}
+
+
+def evaluation_run_tags(corpus: Corpus) -> dict[str, str]:
+    return {"rag/run": "evaluation", CORPUS_TAG: corpus.name, EVALUATION_TAG: corpus.name}
 EVALUATION_MAX_DEFER_SECONDS = 300
 
 
@@ -57,12 +65,13 @@ def build_docs_sensor(corpus: Corpus, assets: IngestionAssets) -> dg.SensorDefin
     )
     def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         settings = corpus.settings()
-        return _docs_tick(context, settings, partitions, document_catalog, per_document)
+        return _docs_tick(context, settings, partitions, document_catalog, per_document, index_run_tags(corpus))
 
     return docs_sensor
 
 
-def _docs_tick(context, settings: Settings, partitions, document_catalog, per_document) -> dg.SensorResult:
+def _docs_tick(context, settings: Settings, partitions, document_catalog, per_document, tags: dict[str, str]
+               ) -> dg.SensorResult:
     watcher = live_watcher(settings)
     if watcher is not None:
         # `rag watch` asks for these runs within a second of a save; the cursor stays, so once the
@@ -83,12 +92,12 @@ def _docs_tick(context, settings: Settings, partitions, document_catalog, per_do
     prefix = f"docs-{plan.tick}"
     run_requests = [
         dg.RunRequest(run_key=f"{prefix}-documents-{i}", asset_selection=[a.key for a in per_document],
-                      tags={**run.tags, **INDEX_RUN_TAGS, "rag/changed_documents": str(len(run.keys))})
+                      tags={**run.tags, **tags, "rag/changed_documents": str(len(run.keys))})
         for i, run in enumerate(plan.document_runs)
     ]
     if plan.catalog:
         run_requests.append(dg.RunRequest(run_key=f"{prefix}-catalog", asset_selection=[document_catalog.key],
-                                          tags=INDEX_RUN_TAGS))
+                                          tags=tags))
     return dg.SensorResult(
         run_requests=run_requests,
         dynamic_partitions_requests=[partitions.build_add_request(plan.new_keys)] if plan.new_keys else [],
@@ -114,7 +123,7 @@ def build_evaluation_sensor(corpus: Corpus, assets: IngestionAssets, evaluation:
                     "synthetic eval set is brought up to date first (a no-op where a labelled set exists).",
     )
     def evaluation_sensor(context: dg.SensorEvaluationContext):
-        return _evaluation_tick(context, corpus.settings(), evaluation_key)
+        return _evaluation_tick(context, corpus, evaluation_key)
 
     return evaluation_sensor
 
@@ -134,7 +143,8 @@ def ingest_in_progress(state_dir: Path) -> bool:
     return False
 
 
-def _evaluation_tick(context, settings: Settings, evaluation_key: dg.AssetKey):
+def _evaluation_tick(context, corpus: Corpus, evaluation_key: dg.AssetKey):
+    settings = corpus.settings()
     generation = current_generation(settings)
     if generation == EMPTY_INDEX:
         return dg.SkipReason("nothing is indexed yet")
@@ -147,7 +157,8 @@ def _evaluation_tick(context, settings: Settings, evaluation_key: dg.AssetKey):
         return dg.SkipReason(f"the index ({generation[:8]}) is evaluated")
     if ingest_in_progress(settings.state_dir):
         return dg.SkipReason("an ingest of this corpus is in progress (its lock is held); evaluating once it ends")
-    in_flight = context.instance.get_runs(filters=dg.RunsFilter(statuses=_IN_FLIGHT))
+    # this corpus's runs: another corpus's ingest or evaluation holds nothing of this one back
+    in_flight = context.instance.get_runs(filters=dg.RunsFilter(statuses=_IN_FLIGHT, tags={CORPUS_TAG: corpus.name}))
     if any(r.tags.get("rag/run") == "evaluation" for r in in_flight):
         return dg.SkipReason("an evaluation run is queued or running")
     cursor = json.loads(context.cursor) if context.cursor else {}
@@ -156,4 +167,4 @@ def _evaluation_tick(context, settings: Settings, evaluation_key: dg.AssetKey):
     ingesting = [r for r in in_flight if r.tags.get("rag/run") == "index"]
     if ingesting and time.time() - waiting_since < EVALUATION_MAX_DEFER_SECONDS:
         return dg.SkipReason(f"{len(ingesting)} ingestion run(s) in flight; evaluating once they finish")
-    return dg.RunRequest(run_key=f"evaluate-{generation}", tags=EVALUATION_RUN_TAGS)
+    return dg.RunRequest(run_key=f"evaluate-{generation}", tags=evaluation_run_tags(corpus))

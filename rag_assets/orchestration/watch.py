@@ -26,7 +26,7 @@ import dagster as dg
 
 from .change_runs import ChangePlan, plan_change_runs
 from .fanout import LOCATION
-from .sensors import INDEX_RUN_TAGS
+from .sensors import index_run_tags
 from .watch_heartbeat import Heartbeat
 
 ASSET_JOB = "__ASSET_JOB"  # Dagster's implicit job over every asset: what the UI's "Materialize" runs
@@ -97,7 +97,7 @@ class DocsWatcher:
         if plan.new_keys:
             self.instance.add_dynamic_partitions(ingestion.partitions.name, plan.new_keys)
         run_ids = []
-        tags = {**INDEX_RUN_TAGS, WATCH_TAG: "rag watch"}
+        tags = {**index_run_tags(self.corpus.corpus), WATCH_TAG: "rag watch"}
         for run in plan.document_runs:
             run_ids.append(self.submit([a.key for a in ingestion.per_document],
                                        {**tags, **run.tags, "rag/changed_documents": str(len(run.keys))}))

@@ -1,77 +1,64 @@
-"""The search snapshot: what a query ranks over, held in memory per process, persisted and rebuilt only
-when the index changes: a BM25 (keyword) index, a heading index, a row table and the stored vectors
-of every chunk in the Chroma collection.
+"""The search snapshot as a query reads it: everything a query needs of the index, in one place, read
+without the vector store.
 
-What is indexed: for every chunk in the Chroma collection, the same text that is embedded
-(``build_index_text(title, breadcrumb, text)``), tokenised by ``tokenize`` (terms.py), with the
-chunk's ``title > h1 > h2`` header counted ``heading_repeats`` more times
-(``RAG_KEYWORD_HEADING_REPEATS``, default 3: a field weight for the headings, which name what a section
-is about). Scoring is bm25s' Lucene BM25 (k1=1.5, b=0.75).
+The ingest commits the snapshot whenever it changes the index (snapshot_writer.py): per chunk its
+text, stored metadata and embedding, the BM25 postings of its indexed text and of its
+``title > h1 > h2`` header, and the row table ranking and context windows use (snapshot_segments.py),
+in segments listed by a manifest that ``CURRENT`` names (snapshot_builds.py). A query ranks over a
+``SnapshotView`` of one manifest: BM25 (bm25.py, scored at query time over the live chunks, the header
+counted ``heading_repeats`` more times: RAG_KEYWORD_HEADING_REPEATS), the dense list by exact cosine over
+the stored vectors (memory-mapped), the row table, then the texts, metadata and context windows of its
+results, all from the same view, so a query never mixes two versions of a document, and a commit
+never makes it wait (readers take no lock; the switch is the atomic replace of CURRENT).
 
-Next to it, a second small BM25 index over each chunk's headings only (``title > h1 > h2``: what
-the re-scoring stage matches the query against) and a row table: per chunk its doc_path, its
-section key (doc_path + breadcrumb), a key of its normalised text, its chunk_index and token count, and
-whether it opens a section (windows.py: the context windows of results are grown
-from this table, their texts fetched by id). Ranking (fusion, re-scoring,
-diversity) then runs on rows in memory; Chroma is asked only for the texts of the final results.
-
-Persistence (snapshot_builds.py): ``<state_dir>/keyword/<collection>/`` holds one folder per build
-plus ``CURRENT`` (atomically replaced) naming the active one. A build folder holds the two bm25s indexes, the chunk
-ids in index order, the row table, the chunks' stored embeddings (float32, memory-mapped on load:
-they give the dense cosine of keyword-only hits without another store round trip) and
-``meta.json`` with the index generation and the Chroma collection id it was built from. A process loads the persisted build when
-both still match, and rebuilds (streaming the chunks from ``ChromaStore.iter_all``, under a lock
-so concurrent processes build once) only when the generation changed. Each search re-reads the
-generation (one small read of the state database) so an ingest elsewhere is noticed on the next query.
-
-With a shared (PostgreSQL) state database the build is published there too (``keyword_builds``: the
-build folder as a gzipped tar, one row per collection) and the lock is an advisory lock in that
-database: a query process on any machine loads the current build (unpacking it into its local state
-folder once) instead of building its own.
+``SearchSnapshot`` is what a reader holds: each ``view()`` reads the index generation (one small read of
+the state database) and CURRENT, and returns the view of the live manifest, reusing the segments it
+already has open (a long-lived reader follows a commit by opening the new segment, not the whole
+index). When the snapshot does not answer for the state database's generation — an index written by an
+earlier version of this project, or by a writer that did not commit — the reader builds it from the store
+once, under the snapshot's lock, and logs a WARNING saying so (snapshot_writer.SnapshotWriter.rebuild);
+on a state folder it may not write (a read-only mount) it builds one for itself in a temporary folder.
 """
 
 from __future__ import annotations
 
-import json
+import atexit
+import bisect
 import logging
-import os
 import shutil
+import tempfile
 import threading
-import time
-import uuid
-from contextlib import contextmanager
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from rag_assets.index.chroma_store import ChromaStore, document_fields
-from rag_assets.index.generation import current_generation
-from rag_assets.index.state_db import StateDB
-from rag_assets.retrieval.snapshot_builds import FolderBuilds, SharedBuilds
-from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, family, query_terms, section_key, \
-    text_key, tokenize
-from rag_assets.retrieval.windows import SectionRuns, opens_section, stored_tokens
+from rag_assets.index.generation import EMPTY, current_generation
+from rag_assets.retrieval import bm25
+from rag_assets.retrieval.snapshot_builds import FolderBuilds, builds_for, follows
+from rag_assets.retrieval.snapshot_segments import Segment
+from rag_assets.retrieval.terms import query_terms
 
 log = logging.getLogger(__name__)
 
-# Bump when the tokenizer or the stored layout changes: persisted builds with another version are rebuilt.
-FORMAT_VERSION = "kw-v6"
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
 DEFAULT_HEADING_REPEATS = 3
+_VIEWS_KEPT = 2  # the live view and the one before (a query's context is read from its own)
+_ATTEMPTS = 5  # reads of CURRENT when segments are collected under a reader's feet
 
 
 @dataclass(frozen=True)
 class KeywordHit:
     chunk_id: str
     score: float  # BM25
-    row: int  # position in the keyword index (for embeddings lookup)
+    row: int  # the chunk's row in the view
 
 
 @dataclass(frozen=True)
 class ChunkRow:
-    """What ranking needs to know about a chunk, held in memory for every chunk."""
+    """What ranking needs to know about a chunk."""
 
     doc_path: str
     section: str  # section_key
@@ -81,139 +68,144 @@ class ChunkRow:
     opens: bool = False  # its text starts with a heading line: the first chunk of a section
 
 
-class SearchSnapshot:
-    """BM25 over one Chroma collection, tied to the index generation."""
+class SnapshotView:
+    """One manifest of the snapshot: its live chunks as rows 0..len-1 (segment order, then row order
+    within a segment), everything a query reads. Immutable: shared by the queries of its generation."""
 
-    def __init__(self, store: ChromaStore, state_dir: Path, collection: str | None = None, state: StateDB | None = None,
-                 heading_repeats: int = DEFAULT_HEADING_REPEATS):
-        if heading_repeats < 0:
-            raise ValueError(f"heading_repeats must be >= 0, got {heading_repeats}")
-        self.store = store
+    def __init__(self, manifest: dict | None, segments: Sequence[Segment], heading_repeats: int):
+        manifest = manifest or {}
+        self.manifest = manifest
+        self.name = manifest.get("name")
+        self.generation = manifest.get("generation", EMPTY)  # no manifest: nothing was ever indexed
+        self.lineage = frozenset(manifest.get("lineage", (EMPTY,)))
+        self.embedding_model = manifest.get("embedding_model")
+        self.dimension = manifest.get("dimension")
+        self.segments = list(segments)
         self.heading_repeats = heading_repeats
-        self.state_dir = Path(state_dir)
-        self.collection = collection or store.collection_name
-        self.root = self.state_dir / "keyword" / self.collection
-        self.state = state  # None: the local SQLite state in state_dir
-        shared = state is not None and not state.is_sqlite
-        self._published = SharedBuilds(state, self.root, self.collection, self.state_dir) if shared else FolderBuilds(self.root)
-        self.builds = 0  # builds done by this object (tests and logs)
-        self.loads = 0  # persisted builds loaded from disk by this object
-        self._generation: str | None = None
-        self._bm25 = None
-        self._headings = None  # bm25s over chunk headers only
-        self._table: list[ChunkRow] = []
-        self._ids: list[str] = []
-        self._rows: dict[str, int] = {}
-        self._embeddings: np.ndarray | None = None
-        self._meta: dict = {}
-        self._query = threading.local()  # the generation pinned for the current query (pinned())
-        self._documents: dict[str, dict] = {}  # doc_path -> its filterable fields (retrieval.filters)
-        self._row_docs: np.ndarray = np.zeros(0, dtype=np.int64)  # row -> index into _doc_order
-        self._doc_order: list[str] = []
-        self._sections: tuple[list, SectionRuns] | None = None  # (its table, the runs): on the first context look-up
-
-    @classmethod
-    def for_settings(cls, store: ChromaStore, settings) -> "SearchSnapshot":
-        return cls(store, settings.state_dir, settings.collection, state=StateDB.for_settings(settings),
-                   heading_repeats=settings.keyword_heading_repeats)
-
-    # ------------------------------------------------------------------------------------------
-    @property
-    def meta(self) -> dict:
-        return dict(self._meta)
+        # the tokenizer families of its segments' documents: a query is read as each of them reads it
+        self.languages = tuple(sorted({lang for s in self.segments for lang in s.languages})) or ("en",)
+        sizes = [s.rows for s in self.segments]
+        self._bases = [0, *np.cumsum(sizes, dtype=np.int64).tolist()]
+        live = np.ones(self._bases[-1], dtype=bool)
+        for base, entry in zip(self._bases, manifest.get("segments", [])):
+            for lo, hi in entry.get("dead", []):
+                live[base + lo:base + hi] = False
+        self._row_phys = np.flatnonzero(live)  # row -> position over all segments' rows
+        self._phys_row = np.full(len(live), -1, dtype=np.int64)
+        self._phys_row[self._row_phys] = np.arange(len(self._row_phys))
+        body = np.concatenate([np.asarray(s.body_len, dtype=np.int64) for s in self.segments]) if self.segments else np.zeros(0, np.int64)
+        head = np.concatenate([np.asarray(s.head_len, dtype=np.int64) for s in self.segments]) if self.segments else np.zeros(0, np.int64)
+        self._dl_body = bm25.lengths(body[self._row_phys] + heading_repeats * head[self._row_phys])
+        self._dl_head = bm25.lengths(head[self._row_phys])
+        self._avg_body, self._avg_head = bm25.mean_length(self._dl_body), bm25.mean_length(self._dl_head)
+        self._documents: dict[str, dict] | None = None
+        self._doc_lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._row_phys)
 
-    @contextmanager
-    def pinned(self, generation: str):
-        """One query's calls read the generation once (the retriever's), not once per call: each
-        read is a state-database round trip (~1 ms), and a query makes five or six."""
-        previous = getattr(self._query, "generation", None)
-        self._query.generation = generation
-        try:
-            yield self
-        finally:
-            self._query.generation = previous
+    @property
+    def meta(self) -> dict:
+        return dict(self.manifest)
 
-    def ensure_current(self) -> None:
-        """Make the in-memory index match the current generation: keep, load from disk, or rebuild."""
-        generation = getattr(self._query, "generation", None) or current_generation(
-            self.state if self.state is not None else self.state_dir)
-        if self._bm25 is not None and generation == self._generation:
-            return
-        if self._load(generation):
-            return
-        self._build_locked(generation)
-
-    def scores(self, query: str) -> np.ndarray | None:
-        """BM25 score of every indexed chunk (row order), or None when no query term is indexed."""
-        self.ensure_current()
-        return _all_scores(self._bm25, self.query_terms(query)) if self._ids else None
-
-    def query_terms(self, query: str) -> list[str]:
-        """The query's BM25 terms as the languages of this build's chunks read them."""
-        return query_terms(query, self._meta.get("languages") or ("en",))
-
-    def heading_scores(self, query: str, rows: Sequence[int]) -> np.ndarray:
-        """BM25 of the query against the headers (title > h1 > h2) of the given rows."""
-        self.ensure_current()
-        scores = _all_scores(self._headings, self.query_terms(query)) if self._ids and self._headings is not None else None
-        if scores is None:
-            return np.zeros(len(rows), dtype=np.float32)
-        return scores[np.asarray(rows, dtype=np.int64)]
-
-    # Row lookups below read the build loaded by the last scores()/search()/ensure_current() call:
-    # one query asks them many times and must see one consistent build.
-    def row(self, chunk_id: str) -> int | None:
-        """The chunk's row in this index (None when it is not indexed)."""
-        return self._rows.get(chunk_id)
+    # -- rows ------------------------------------------------------------------------------------
+    def _locate(self, row: int) -> tuple[Segment, int, int]:
+        """(the row's segment, its row there, the segment's base)."""
+        phys = int(self._row_phys[row])
+        s = bisect.bisect_right(self._bases, phys) - 1
+        return self.segments[s], phys - self._bases[s], self._bases[s]
 
     def chunk_id(self, row: int) -> str:
-        return self._ids[row]
+        segment, local, _ = self._locate(row)
+        return segment.chunk_id(local)
+
+    def row(self, chunk_id: str) -> int | None:
+        """The chunk's row (None when it is not in this view)."""
+        for segment, base in zip(self.segments, self._bases):
+            local = segment.find_chunk(chunk_id)
+            if local is not None and self._phys_row[base + local] >= 0:
+                return int(self._phys_row[base + local])
+        return None
 
     def table(self, row: int) -> ChunkRow:
-        return self._table[row]
+        segment, local, _ = self._locate(row)
+        doc = int(segment.row_doc[local])
+        return ChunkRow(segment.doc_path(doc), segment.section(local), segment.text_keys[local].decode("ascii"),
+                        int(segment.chunk_index[local]), int(segment.tokens[local]), bool(segment.opens[local]))
 
-    def section_rows(self, chunk_id: str) -> tuple[np.ndarray, int] | None:
-        """The rows of the chunk's section in document order and the chunk's place among them (None
-        when the chunk is not in this build). Reads the current build (ensure_current)."""
-        self.ensure_current()
-        table, row = self._table, self._rows.get(chunk_id)
-        if row is None:
-            return None
-        built = self._sections
-        if built is None or built[0] is not table:  # ~75 ms at 100k chunks, once a build
-            built = self._sections = (table, SectionRuns.build(
-                [r.doc_path for r in table], [r.section for r in table], [r.chunk_index for r in table],
-                [r.opens for r in table]))
-        return built[1].section_of(row)
+    def text(self, row: int) -> str:
+        segment, local, _ = self._locate(row)
+        return segment.text(local)
 
-    def rare_terms(self, query: str, row: int, max_chunks: int) -> list[str]:
-        """The query's terms that the chunk at ``row`` contains and at most ``max_chunks`` chunks do."""
-        if not self._ids:
-            return []
-        vocab = self._bm25.vocab_dict
-        indptr, indices = self._bm25.scores["indptr"], self._bm25.scores["indices"]
-        found = []
-        for term in dict.fromkeys(self.query_terms(query)):
-            tid = vocab.get(term)
-            if tid is None:
-                continue
-            lo, hi = int(indptr[tid]), int(indptr[tid + 1])  # the chunks holding the term: indices[lo:hi]
-            if hi - lo <= max_chunks and row in indices[lo:hi]:
-                found.append(term)
-        return found
+    def tokens(self, row: int) -> int:
+        segment, local, _ = self._locate(row)
+        return int(segment.tokens[local])
 
+    def metadata(self, row: int) -> dict:
+        segment, local, _ = self._locate(row)
+        return segment.metadata(local)
+
+    def section_rows(self, row: int) -> tuple[np.ndarray, int]:
+        """The rows of the row's section in document order and the row's place among them."""
+        segment, local, base = self._locate(row)
+        lo, hi = segment.section_span(local)
+        return self._phys_row[base + lo:base + hi], local - lo
+
+    # -- documents -------------------------------------------------------------------------------
     def documents(self) -> dict[str, dict]:
-        """Every indexed document's filterable fields (from its chunks' stored metadata)."""
-        self.ensure_current()
+        """Every live document's filterable fields (retrieval.filters)."""
+        with self._doc_lock:
+            if self._documents is None:
+                found: dict[str, dict] = {}
+                for segment, base in zip(self.segments, self._bases):
+                    starts = np.asarray(segment.doc_bounds[:-1], dtype=np.int64)
+                    for doc in np.flatnonzero(self._phys_row[base + starts] >= 0):
+                        found[segment.doc_path(int(doc))] = segment.fields(int(doc))
+                self._documents = found
         return self._documents
 
     def rows_of(self, doc_paths: set[str]) -> np.ndarray:
-        """A boolean mask over this build's rows: True where the chunk belongs to one of doc_paths."""
-        wanted = np.fromiter((d in doc_paths for d in self._doc_order), dtype=bool, count=len(self._doc_order))
-        return wanted[self._row_docs] if len(self._row_docs) else np.zeros(0, dtype=bool)
+        """A boolean mask over the rows: True where the chunk belongs to one of doc_paths."""
+        parts = []
+        for segment in self.segments:
+            wanted = np.fromiter((segment.doc_path(d) in doc_paths for d in range(segment.documents)), dtype=bool,
+                                 count=segment.documents)
+            parts.append(wanted[np.asarray(segment.row_doc, dtype=np.int64)])
+        return np.concatenate(parts)[self._row_phys] if parts else np.zeros(0, dtype=bool)
+
+    # -- BM25 ------------------------------------------------------------------------------------
+    def query_terms(self, query: str) -> list[str]:
+        """The query's BM25 terms as the languages of this view's chunks read them (terms.query_terms)."""
+        return query_terms(query, self.languages)
+
+    def _postings(self, term: str, header_repeats: int | None) -> list[bm25.Postings]:
+        parts = []
+        for segment, base in zip(self.segments, self._bases):
+            found = segment.postings(term, header_repeats)
+            if found is None or not len(found.rows):
+                continue
+            rows = self._phys_row[base + found.rows]
+            keep = rows >= 0
+            if keep.any():
+                parts.append(bm25.Postings(rows[keep], found.tf[keep]))
+        return parts
+
+    def _scores(self, terms: list[str], header_repeats: int | None) -> np.ndarray | None:
+        cache: dict[str, list[bm25.Postings]] = {}
+        postings = [cache.setdefault(t, self._postings(t, header_repeats)) if t not in cache else cache[t] for t in terms]
+        dl, avg = (self._dl_head, self._avg_head) if header_repeats is None else (self._dl_body, self._avg_body)
+        return bm25.score(postings, len(self), dl, avg) if len(self) else None
+
+    def scores(self, query: str) -> np.ndarray | None:
+        """BM25 score of every row (float32), or None when no query term is indexed."""
+        return self._scores(self.query_terms(query), self.heading_repeats)
+
+    def heading_scores(self, query: str, rows: Sequence[int]) -> np.ndarray:
+        """BM25 of the query against the headers (title > h1 > h2) of the given rows."""
+        scores = self._scores(self.query_terms(query), None)
+        if scores is None:
+            return np.zeros(len(rows), dtype=np.float32)
+        return scores[np.asarray(rows, dtype=np.int64)]
 
     def search(self, query: str, top_k: int, mask: np.ndarray | None = None) -> list[KeywordHit]:
         scores = self.scores(query)
@@ -223,211 +215,142 @@ class SearchSnapshot:
             scores = np.where(mask, scores, 0.0)
         k = min(top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
-        # by score, ties by index order (stable and deterministic)
-        top = top[np.lexsort((top, -scores[top]))]
-        return [KeywordHit(self._ids[i], float(scores[i]), int(i)) for i in top if scores[i] > 0]
+        top = top[np.lexsort((top, -scores[top]))]  # by score, ties by row (stable and deterministic)
+        return [KeywordHit(self.chunk_id(int(i)), float(scores[i]), int(i)) for i in top if scores[i] > 0]
 
-    def nearest(self, query_vector: np.ndarray, k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-        """The k rows (among mask's) nearest the query by exact cosine, best first, with their cosines;
-        None when this build holds no embeddings."""
-        self.ensure_current()
-        if self._embeddings is None or mask is None or len(mask) != len(self._ids):
-            return None
-        rows = np.flatnonzero(mask)
-        if not len(rows):
-            return rows, np.zeros(0, dtype=np.float32)
-        sims = np.asarray(self._embeddings[rows], dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
+    def rare_terms(self, query: str, row: int, max_chunks: int) -> list[str]:
+        """The query's terms that the chunk at ``row`` contains and at most ``max_chunks`` chunks do."""
+        found = []
+        for term in dict.fromkeys(self.query_terms(query)):
+            parts = self._postings(term, self.heading_repeats)
+            if 0 < sum(len(p.rows) for p in parts) <= max_chunks and any(row in p.rows for p in parts):
+                found.append(term)
+        return found
+
+    # -- vectors ---------------------------------------------------------------------------------
+    def nearest(self, query_vector: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The k rows (among mask's, or all) nearest the query by exact cosine over the stored vectors,
+        best first (ties by row), with their cosines."""
+        q = np.asarray(query_vector, dtype=np.float32)
+        if not len(self):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if mask is not None:  # the selected rows' vectors only
+            rows = np.flatnonzero(mask)
+            sims = self.vectors(rows) @ q
+        else:  # every vector, segment by segment as stored (the dead rows' cosines are dropped after)
+            rows = np.arange(len(self))
+            sims = np.concatenate([np.asarray(s.vectors) @ q for s in self.segments])[self._row_phys]
         k = min(k, len(rows))
+        if k <= 0:
+            return rows[:0], sims[:0]
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.lexsort((rows[top], -sims[top]))]
         return rows[top], sims[top]
 
-    def cosines(self, query_vector: np.ndarray, chunk_ids: Iterable[str]) -> dict[str, float]:
-        """Dense cosine of the query with each chunk's stored embedding (ids not in the index are skipped)."""
-        self.ensure_current()
-        if self._embeddings is None:
-            return {}
-        wanted = [(cid, self._rows[cid]) for cid in chunk_ids if cid in self._rows]
-        if not wanted:
-            return {}
-        rows = np.fromiter((r for _, r in wanted), dtype=np.int64)
-        q = np.asarray(query_vector, dtype=np.float32)
-        sims = np.asarray(self._embeddings[rows], dtype=np.float32) @ q
-        return {cid: float(s) for (cid, _), s in zip(wanted, sims)}
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        """The given rows' stored vectors (float32, rows x dimension, in order)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros((len(rows), self.dimension or 0), dtype=np.float32)
+        phys = self._row_phys[rows]
+        for s, segment in enumerate(self.segments):
+            lo, hi = self._bases[s], self._bases[s + 1]
+            at = np.flatnonzero((phys >= lo) & (phys < hi))
+            if len(at):
+                out[at] = segment.vectors[phys[at] - lo]
+        return out
 
-    # ------------------------------------------------------------------------------------------
-    def _matches(self, meta: dict, generation: str) -> bool:
-        return (
-            meta.get("format") == FORMAT_VERSION
-            and meta.get("heading_repeats") == self.heading_repeats
-            and meta.get("generation") == generation
-            and meta.get("collection_id") == self.store.collection_id
-        )
+    def cosines(self, query_vector: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+        """Dense cosine of the query with the given rows' stored vectors (float32, in order)."""
+        return self.vectors(rows) @ np.asarray(query_vector, dtype=np.float32)
 
-    def _load(self, generation: str) -> bool:
-        folder = self._published.current()
-        if folder is None:
-            return False
+
+class SearchSnapshot:
+    """A collection's search snapshot as a reader holds it (see the module docstring). ``open_store``:
+    how to open the store when the snapshot must be built from it (a reader never needs it otherwise)."""
+
+    def __init__(self, settings, *, heading_repeats: int | None = None, open_store: Callable | None = None,
+                 builds: FolderBuilds | None = None):
+        repeats = settings.keyword_heading_repeats if heading_repeats is None else heading_repeats
+        if repeats < 0:
+            raise ValueError(f"heading_repeats must be >= 0, got {repeats}")
+        self.settings = settings
+        self.collection = settings.collection
+        self.heading_repeats = repeats
+        self.builds = builds if builds is not None else builds_for(settings)
+        self._open_store = open_store
+        self._private: FolderBuilds | None = None  # a build of this process's own (a folder it cannot write)
+        self._segments: dict[str, Segment] = {}
+        self._views: OrderedDict[str, SnapshotView] = OrderedDict()  # generation -> view, the live one last
+        self._lock = threading.Lock()
+        self.loads = 0  # views opened by this object (a new manifest)
+        self.rebuilds = 0  # snapshots this object built from the store
+
+    def view(self) -> SnapshotView:
+        """The view of the live snapshot (see the module docstring)."""
+        for _ in range(_ATTEMPTS):
+            generation = current_generation(self.settings)  # before CURRENT: a commit publishes, then sets it
+            name = self.builds.current_name()
+            with self._lock:
+                live = next(reversed(self._views.values()), None)
+            if live is not None and generation in live.lineage and (live.name == name or (
+                    self._private is not None and live.name == self._private.current_name())):
+                return live
+            manifest = self.builds.manifest(name)
+            if name is not None and manifest is None and self.builds.current_name() != name:
+                continue  # replaced while it was read (else it names no manifest this version reads: rebuilt)
+            builds = self.builds
+            if not follows(manifest, generation):
+                private = self._private.current() if self._private is not None else None
+                if not follows(private, generation):
+                    self._rebuild(manifest, generation)
+                    continue
+                manifest, builds = private, self._private
+            try:
+                return self._open(manifest, builds)
+            except FileNotFoundError:
+                continue  # a segment was collected by a newer commit: read CURRENT again
+        raise RuntimeError(f"the search snapshot of collection {self.collection!r} kept changing while it was read")
+
+    def view_of(self, generation: str | None) -> SnapshotView:
+        """The view a query of this generation used (the live one when it is no longer held)."""
+        with self._lock:
+            held = self._views.get(generation) if generation is not None else None
+        return held if held is not None else self.view()
+
+    def _open(self, manifest: dict | None, builds: FolderBuilds) -> SnapshotView:
+        names = [s["name"] for s in (manifest or {}).get("segments", [])]
+        with self._lock:
+            segments = [self._segments.get(n) for n in names]
+        opened = [s if s is not None else Segment(builds.segment_folder(n)) for s, n in zip(segments, names)]
+        view = SnapshotView(manifest, opened, self.heading_repeats)
+        with self._lock:
+            self._views[view.generation] = view
+            self._views.move_to_end(view.generation)
+            while len(self._views) > _VIEWS_KEPT:
+                self._views.popitem(last=False)
+            self._segments = {s.name: s for v in self._views.values() for s in v.segments}  # the rest are let go
+            self.loads += 1
+        return view
+
+    def _rebuild(self, manifest: dict | None, generation: str) -> None:
+        if self._open_store is None:
+            raise RuntimeError(f"the search snapshot of collection {self.collection!r} does not answer for the index "
+                               f"generation {generation[:12]} and this reader has no store to build it from")
+        from rag_assets.retrieval.snapshot_builds import stale_reason
+        from rag_assets.retrieval.snapshot_writer import SnapshotWriter
+
+        reason = f"{stale_reason(manifest, generation)} (found by a query)"
+        store = self._open_store()
         try:
-            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-            if not self._matches(meta, generation):
-                return False
-            ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-            table = [ChunkRow(*row) for row in json.loads((folder / "rows.json").read_text(encoding="utf-8"))]
-            documents = json.loads((folder / "documents.json").read_text(encoding="utf-8"))
-            bm25 = headings = None
-            if ids:
-                import bm25s
-
-                bm25 = bm25s.BM25.load(str(folder / "bm25"), load_vocab=True, show_progress=False)
-                headings = bm25s.BM25.load(str(folder / "headings"), load_vocab=True, show_progress=False)
-            emb_path = folder / "embeddings.npy"
-            embeddings = np.load(emb_path, mmap_mode="r") if emb_path.exists() else None
-        except (OSError, ValueError, KeyError, TypeError) as exc:  # a half-deleted or foreign folder: rebuild
-            log.warning("keyword index at %s unreadable (%s); rebuilding", folder, exc)
-            return False
-        self._install(generation, bm25, headings, ids, table, embeddings, meta, documents)
-        self.loads += 1
-        return True
-
-    def rebuild(self, generation: str) -> None:
-        """Build now from the store although a build of this generation exists: another process
-        changed the store and has not bumped the generation yet (a reader found chunks deleted)."""
-        self._build_locked(generation, reuse=False)
-
-    def _build_locked(self, generation: str, reuse: bool = True) -> None:
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            writable = os.access(self.root, os.W_OK)
-        except OSError:
-            writable = False
-        if not writable:
-            # a reader on a state folder it may not write (a read-only mount, another user's index):
-            # build for this process only, in memory, rather than give up hybrid search
-            log.info("keyword index: %s is not writable; building it in memory for this process", self.root)
-            self._build(generation, publish=False)
-            return
-        with self._published.lock():
-            if reuse and self._load(generation):  # another process built it while we waited
-                return
-            self._build(generation)
-
-    def _build(self, generation: str, publish: bool = True) -> None:
-        start = time.perf_counter()
-        ids: list[str] = []
-        corpus: list[list[str]] = []
-        heading_corpus: list[list[str]] = []
-        table: list[ChunkRow] = []
-        vectors: list[np.ndarray] = []
-        documents: dict[str, dict] = {}
-        languages: set[str] = set()
-        model = None
-        for row in self.store.iter_all(include_embeddings=True):
-            cid, text, meta, emb = row
-            meta = meta or {}
-            documents.setdefault(str(meta.get("doc_path", "")), document_fields(meta))
-            ids.append(cid)
-            language = meta.get("language")
-            languages.add(family(language))
-            header = tokenize(chunk_headings_text(meta), language)
-            corpus.append(tokenize(chunk_index_text(text, meta), language) + header * self.heading_repeats)
-            heading_corpus.append(header)
-            table.append(ChunkRow(str(meta.get("doc_path", "")), section_key(meta), text_key(text),
-                                  _int(meta.get("chunk_index")), stored_tokens(meta.get("token_count"), text),
-                                  opens_section(text)))
-            vectors.append(np.asarray(emb, dtype=np.float32))
-            model = model or meta.get("embedding_model")
-        bm25 = _bm25_index(corpus) if ids else None
-        headings = _bm25_index(heading_corpus) if ids else None
-        embeddings = np.vstack(vectors).astype(np.float32) if ids else None
-        del vectors
-        meta = {
-            "format": FORMAT_VERSION,
-            "heading_repeats": self.heading_repeats,
-            "generation": generation,
-            "collection": self.collection,
-            "collection_id": self.store.collection_id,
-            "chunks": len(ids),
-            "vocabulary": len(bm25.vocab_dict) if bm25 is not None else 0,
-            "embedding_model": model,
-            "languages": sorted(languages),  # the tokenizer families of its chunks: how a query is read
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "build_seconds": round(time.perf_counter() - start, 3),
-        }
-        if publish:
-            folder = self._save(bm25, headings, embeddings, ids, table, documents, meta)
-            # the saved copy is memory-mapped: processes sharing the build share its pages
-            embeddings = np.load(folder / "embeddings.npy", mmap_mode="r") if ids else None
-        self.builds += 1
-        log.info("keyword index built: %d chunks in %.2f s (generation %s)", len(ids), meta["build_seconds"], generation)
-        self._install(generation, bm25, headings, ids, table, embeddings, meta, documents)
-
-    def _save(self, bm25, headings, embeddings, ids, table, documents, meta) -> Path:
-        """Write the build to a new folder and make it the live one; returns the folder."""
-        folder_name = f"build-{meta['generation'][:16]}-{uuid.uuid4().hex[:8]}"
-        tmp = self.root / f".tmp-{folder_name}"
-        tmp.mkdir(parents=True)
-        try:
-            if ids:
-                bm25.save(str(tmp / "bm25"), show_progress=False)
-                headings.save(str(tmp / "headings"), show_progress=False)
-                np.save(tmp / "embeddings.npy", embeddings)
-            (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
-            (tmp / "rows.json").write_text(json.dumps([list(r.__dict__.values()) for r in table]), encoding="utf-8")
-            (tmp / "documents.json").write_text(json.dumps(documents), encoding="utf-8")
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-            self._published.publish(tmp, folder_name)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return self.root / folder_name
-
-    def _install(self, generation: str, bm25, headings, ids: Sequence[str], table, embeddings, meta: dict,
-                 documents: dict[str, dict]) -> None:
-        self._bm25 = bm25 if bm25 is not None else _EMPTY
-        self._headings = headings
-        self._table = list(table)
-        self._ids = list(ids)
-        self._rows = {cid: i for i, cid in enumerate(self._ids)}
-        self._embeddings = embeddings
-        self._meta = meta
-        self._documents = documents
-        self._doc_order = list(documents)
-        index = {doc: i for i, doc in enumerate(self._doc_order)}
-        self._row_docs = np.fromiter((index.get(r.doc_path, -1) for r in self._table), dtype=np.int64,
-                                     count=len(self._table))
-        self._sections = None
-        self._generation = generation
-
-
-def _int(value) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _bm25_index(corpus: list[list[str]]):
-    import bm25s
-
-    index = bm25s.BM25()
-    # a chunk with no term (e.g. a header-less chunk for the heading index) still needs a row
-    index.index([doc or ["\x00"] for doc in corpus], show_progress=False)
-    return index
-
-
-def _all_scores(bm25, terms: list[str]) -> np.ndarray | None:
-    vocab = bm25.vocab_dict
-    term_ids = [vocab[t] for t in terms if t in vocab]
-    if not term_ids:
-        return None
-    return np.asarray(bm25.get_scores_from_ids(term_ids), dtype=np.float32)
-
-
-class _Empty:
-    """Stands in for a bm25s model over an empty collection."""
-
-    vocab_dict: dict = {}
-
-
-_EMPTY = _Empty()
+            writer = SnapshotWriter(self.settings, store)
+            writer.rebuild(reason)
+        except OSError as exc:  # a state folder this reader may not write (a read-only mount)
+            log.warning("search snapshot of collection %r: %s cannot be written (%s); building it for this "
+                        "process only", self.collection, self.builds.root, exc)
+            if self._private is None:
+                folder = Path(tempfile.mkdtemp(prefix="rag-snapshot-"))
+                atexit.register(shutil.rmtree, folder, True)
+                self._private = FolderBuilds(folder / self.collection)
+            writer = SnapshotWriter(self.settings, store, builds=self._private)
+            writer.rebuild(reason)
+        self.rebuilds += writer.rebuilds

@@ -361,16 +361,28 @@ def test_selected_text_is_source_one_and_retrieval_adds_context(pipeline, settin
         answer_question("What?", selected_text="   ", pipeline=pipeline, settings=settings)
 
 
-def test_a_failed_search_answers_with_no_sources_and_logs_an_error(built, settings, server, tmp_path, caplog):
-    from rag_assets.config import Settings
-
-    pipeline = RAGPipeline.from_settings(built[1])
-    pipeline.retriever.store._collection = None  # the store is gone under a live pipeline: every search raises
+def test_a_retrieval_timeout_is_an_error_never_a_not_found(built, settings, server, cli_env, capsys, caplog):
+    slow = RAGPipeline.from_settings(dataclasses.replace(built[1], retrieve_timeout_seconds=0.001))
     with caplog.at_level(logging.ERROR, logger="rag_assets.answering"):
-        result = answer_question(ON_TOPIC, None, 3, pipeline=pipeline, settings=settings)
-    assert result.sources == [] and result.answer == NOT_FOUND_ANSWER
+        result = answer_question(ON_TOPIC, None, 3, pipeline=slow, settings=settings)
+    assert result.sources == [] and result.answer != NOT_FOUND_ANSWER
+    assert "could not search the indexed documents" in result.answer and "could not find" not in result.answer
+    assert result.error.startswith("search failed: retrieval took longer than 0.001 s (RAG_RETRIEVE_TIMEOUT_SECONDS)")
+    assert "\n" not in result.error and result.as_dict()["error"] == result.error
     assert any("search failed" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
     assert server.chat_requests == []  # nothing to answer from: the model is not called
+    # with a selection, the selection is answered from, and the failed search is still said
+    server.reply("It means the stream ends [Source 1].")
+    selected = answer_question("What does this mean?", pipeline=slow, settings=settings,
+                               selected_text="The stream ends with a message_stop event.")
+    assert selected.sources[0].doc_path == "(selected text)" and "search failed" in selected.error
+    # the CLI: exit 1, the error in one line on stderr, the answer on stdout
+    cli_env.setenv("RAG_RETRIEVE_TIMEOUT_SECONDS", "0.001")
+    capsys.readouterr()
+    assert main(["ask", ON_TOPIC]) == 1
+    out, err = capsys.readouterr()
+    assert "could not search" in out and "could not find" not in out
+    assert err.count("\n") == 1 and err.startswith("rag: search failed: retrieval took longer than")
 
 
 def test_an_embedding_failure_raises_as_the_textbook_contract_says(built, settings, server, tmp_path, caplog):

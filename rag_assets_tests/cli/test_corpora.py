@@ -143,3 +143,59 @@ def test_the_environment_form_of_the_newcomer_sequence(env):
     assert hit["doc_path"] == "rules/shooting.md"
     corpora = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}
     assert corpora["default"]["documents"] == 3 and corpora["my_docs"]["documents"] == 2
+
+
+def test_corpus_names_never_collide_with_the_default_corpus(env):
+    """Issue 36 item 3: a folder named `rag` (or `RAG`) became corpus `rag`, collection `rag_chunks`, the
+    default corpus's: results leaked both ways and `--allow-mass-delete` on it wiped the default's vectors.
+    Names are normalised or refused now, and nothing done to such a corpus touches the default one."""
+    rag("ingest", "--json")
+    before = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}["default"]
+    corpora_dir = Settings.from_env().corpora_dir
+
+    # names given by hand that are not names, or are reserved: refused at once, nothing written
+    folder = write_corpus(env / "RAG", OTHER_DOCS)
+    for name, why in (("Upper Case", "`upper_case` would do"), ("rag", "reserved"), ("default", "project's own corpus"),
+                      ("../evil", "lowercase letters")):
+        refused = rag("ingest", "--docs-dir", str(folder), "--name", name, codes=(2,))
+        assert why in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+    assert not corpora_dir.exists() and not (env / "evil").exists()
+
+    # the folder named RAG becomes a corpus of its own, named apart from the default corpus
+    made = rag("ingest", "--docs-dir", str(folder), "--json")
+    corpora = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}
+    (name,) = set(corpora) - {"default"}
+    assert name.startswith("rag_") and f"'{name}'" in made.stderr
+    assert corpora[name]["collection"] != corpora["default"]["collection"]
+    assert corpora[name]["store"] != corpora["default"]["store"]
+    assert corpora["default"]["chunks"] == before["chunks"] and corpora[name]["indexed"] == 2
+    ours = as_json(rag("query", "How far can a unit move in difficult terrain?", "--json"))
+    assert not {r["doc_path"] for r in ours["results"]} & set(OTHER_DOCS)  # nothing leaks into the default corpus
+    theirs = as_json(rag("--corpus", name, "query", "What HTTP status comes back when I exceed the requests per minute?",
+                         "--json"))
+    assert {r["doc_path"] for r in theirs["results"]} <= set(OTHER_DOCS)  # nor out of it
+
+    # emptying it with --allow-mass-delete removes its own documents only
+    for page in folder.rglob("*.md"):
+        page.unlink()
+    rag("ingest", "--docs-dir", str(folder), "--allow-mass-delete", "--json")
+    corpora = {c["name"]: c for c in as_json(rag("corpora", "--json"))["corpora"]}
+    assert corpora[name]["chunks"] == 0 and corpora["default"]["chunks"] == before["chunks"]
+    assert as_json(rag("ingest", "--json"))["documents_unchanged"] == 3
+
+
+def test_rag_ingest_name_names_a_new_corpus(env):
+    """A Starlight site became `docs` (its folder's name): `--name` says what to call it."""
+    site = write_corpus(env / "site" / "docs", OTHER_DOCS)
+    made = rag("ingest", "--docs-dir", str(site), "--name", "rule_book", "--json")  # on a fresh index too
+    assert "'rule_book'" in made.stderr and as_json(made)["documents_processed"] == 2
+    assert [c["name"] for c in as_json(rag("corpora", "--json"))["corpora"]] == ["default", "rule_book"]
+    again = rag("ingest", "--docs-dir", str(site), "--name", "rule_book", "--json")  # the same corpus, nothing to do
+    assert as_json(again)["documents_unchanged"] == 2 and "new corpus" not in again.stderr
+    taken = rag("ingest", "--docs-dir", str(site), "--name", "other_name", codes=(2,))
+    assert "corpus rule_book's folder already" in taken.stderr
+    elsewhere = write_corpus(env / "elsewhere", OTHER_DOCS)
+    clash = rag("ingest", "--docs-dir", str(elsewhere), "--name", "rule_book", codes=(2,))
+    assert "rule_book indexes" in clash.stderr
+    hit = as_json(rag("--corpus", "rule_book", "query", "What can a model shoot at?", "--json"))["results"][0]
+    assert hit["doc_path"] == "rules/shooting.md"

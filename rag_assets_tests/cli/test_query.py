@@ -113,3 +113,20 @@ def test_query_batch_with_one_latin1_line_answers_the_others(env, tmp_path):
     problems = [line for line in proc.stderr.splitlines() if line.startswith(f"rag: {batch}:")]
     assert problems == [f"rag: {batch}:2: not valid UTF-8 (byte 30 of the line): re-save the file as UTF-8"]
     assert f"1 line(s) of {batch} failed" in proc.stderr
+
+
+@pytest.mark.system
+def test_a_retrieval_timeout_is_one_line(env):
+    """Through the real entry point: a retrieval over RAG_RETRIEVE_TIMEOUT_SECONDS is one line on stderr
+    (the error, not the library's log line of it too), exit 1, with --json the error object on stdout."""
+    child_env = {k: v for k, v in os.environ.items() if k not in USER_CHOICES and k != "RAG_RETRIEVE_TIMEOUT_SECONDS"}
+    child_env.update(env[0], RAG_RETRIEVE_TIMEOUT_SECONDS="0.001")
+    for extra in ([], ["--json"]):
+        proc = subprocess.run([sys.executable, "-m", "rag_assets", "query", "How do I stream responses?", *extra],
+                              capture_output=True, text=True, env=child_env, timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.splitlines() == [
+            "rag: retrieval took longer than 0.001 s (RAG_RETRIEVE_TIMEOUT_SECONDS): the machine may be overloaded; "
+            "try again"], proc.stderr
+        if extra:
+            assert "RAG_RETRIEVE_TIMEOUT_SECONDS" in json.loads(proc.stdout)["errors"][0]["error"]

@@ -108,3 +108,27 @@ def test_rag_evaluate_test_set_json_prints_its_metrics(course):
     proc = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=300)
     out = json.loads(proc.stdout)
     assert out["modes"]["hybrid"]["module.hit@2"] == 1.0 and out["skipped"] == 1
+
+
+@pytest.mark.system
+def test_a_question_retrieval_refuses_is_named_and_the_rest_are_scored(course):
+    """Issue 36 item 8: a question of "???", or one over RAG_MAX_QUERY_CHARS with its selected text,
+    ended the whole run with "query has no words", exit 1, nothing scored and the entry not named."""
+    root, env = course
+    bad = {"version": "1.0", "queries": [
+        *TEST_SET["queries"][:2],
+        {"id": "marks", "question": "???", "expected_keywords": ["rclpy"]},
+        {"id": "long", "question": "What is this about?", "mode": "selected_text_only",
+         "selected_text": "rclpy " * 400, "expected_keywords": ["rclpy"]},
+    ]}
+    (root / "bad_questions.json").write_text(json.dumps(bad))
+    cmd = [sys.executable, "-m", "rag_assets", "evaluate", "--test-set", str(root / "bad_questions.json"), "--top-k", "2"]
+    proc = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr  # two questions not scored: partial
+    out = json.loads(proc.stdout)
+    assert {u["id"] for u in out["unscored"]} == {"marks", "long"}
+    assert "no words" in {u["id"]: u["error"] for u in out["unscored"]}["marks"]
+    assert out["modes"]["hybrid"]["module.hit@2"] == 1.0 and out["modes"]["hybrid"]["keywords.coverage@2.questions"] == 2
+    assert {r["id"] for r in out["rows"]} == {"e1", "e2"}
+    assert "question 'marks' not scored" in proc.stderr and "question 'long' not scored" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -97,34 +97,36 @@ def test_a_bad_state_url_is_a_configuration_error(tmp_path):
         StateDB("postgresql+psycopg2://nobody@127.0.0.1:9/none?connect_timeout=2")
 
 
-def test_a_keyword_build_is_shared_through_postgresql(pg_base, tmp_path):
-    """Two query processes on two machines (two state folders), one PostgreSQL state: the second
-    loads the first one's BM25 build instead of building its own, and both follow a new generation."""
+def test_the_search_snapshot_is_shared_through_postgresql(pg_base, tmp_path):
+    """Two query processes on two machines (two state folders), one PostgreSQL state: the second reads
+    the snapshot the ingest committed from the database (its segments unpacked once, nothing built)
+    and follows the next commit; the database keeps only the segments the live manifests name."""
+    import sqlalchemy as sa
+
+    from rag_assets.index.state_db import StateDB, snapshot_segments
     from rag_assets.retrieval.snapshot import SearchSnapshot
+    from rag_assets_tests.support.corpus import write_corpus
     from rag_assets_tests.support.index_builder import build_index
 
-    url = createdb(pg_base, "state_keyword")
+    url = createdb(pg_base, "state_snapshot")
     first_settings = Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "machine-a",
                                        chroma_path=tmp_path / "chroma", docs_dir=tmp_path / "docs")
-    from rag_assets_tests.support.corpus import write_corpus
-
     write_corpus(tmp_path / "docs")
-    build_index(tmp_path / "docs", first_settings)
+    build_index(tmp_path / "docs", first_settings)  # commits through the shared state
     second_settings = Settings.from_env({"RAG_STATE_URL": url}, state_dir=tmp_path / "machine-b",
-                                        chroma_path=tmp_path / "chroma")
-    from rag_assets.embedding import load_embedder
-    from rag_assets.index.chroma_store import ChromaStore
-
-    store = ChromaStore.for_settings(first_settings, load_embedder(first_settings))
-    a = SearchSnapshot.for_settings(store, first_settings)
-    assert a.search("requests per minute", 3)[0].chunk_id
-    b = SearchSnapshot.for_settings(store, second_settings)
-    assert [h.chunk_id for h in b.search("requests per minute", 3)] == [h.chunk_id for h in a.search("requests per minute", 3)]
-    assert (a.builds, b.builds, b.loads) == (1, 0, 1)
-    bump_generation(first_settings)
-    b.search("requests per minute", 3)
-    a.search("requests per minute", 3)
-    assert (a.builds + b.builds, a.loads + b.loads) == (2, 2)  # one rebuilt for the new generation, the other loaded it
+                                        chroma_path=tmp_path / "nowhere")
+    a, b = SearchSnapshot(first_settings), SearchSnapshot(second_settings)
+    assert [h.chunk_id for h in b.view().search("requests per minute", 3)] == \
+        [h.chunk_id for h in a.view().search("requests per minute", 3)] != []
+    assert (a.rebuilds, b.rebuilds) == (0, 0)
+    assert list((tmp_path / "machine-b" / "keyword" / first_settings.collection).glob("seg-*"))
+    write_corpus(tmp_path / "docs", {"parts/valves.md": "# Valves\n\nGrease the ZK-4411 valve every quarter.\n"})
+    build_index(tmp_path / "docs", first_settings)
+    assert b.view().search("ZK-4411 valve grease", 3) and b.view().generation == read_generation(first_settings)
+    with StateDB.for_settings(first_settings).read() as conn:
+        published = {row.name for row in conn.execute(sa.select(snapshot_segments.c.name))}
+    live = {s["name"] for s in b.view().manifest["segments"]}
+    assert live <= published and len(published) <= 2 * len(live) + 1
 
 
 def test_a_plain_postgresql_url_gets_the_installed_driver_and_a_missing_driver_is_one_line():

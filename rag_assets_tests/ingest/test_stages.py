@@ -142,6 +142,58 @@ def test_orphans_are_found_from_ids_and_named(corpus, local_embedder):
     assert find_orphans(store, keep).vectors == 0
 
 
+class _DiskFullSnapshot:
+    """A snapshot writer whose commits fail as on a full disk, after the store was written."""
+
+    def __init__(self, writer):
+        self.writer = writer
+
+    def replace(self, documents):
+        raise OSError(28, "No space left on device")
+
+    def remove(self, doc_paths):
+        return self.writer.remove(doc_paths)
+
+
+def test_index_commits_the_search_snapshot_and_a_failed_commit_is_redone(corpus, local_embedder, tmp_path):
+    """The crash window between the store write and the snapshot: the document is not recorded indexed,
+    a reader answers its previous version (whole, never mixed with the new one), the next run commits it."""
+    from rag_assets.config import Settings
+    from rag_assets.index.generation import read_generation
+    from rag_assets.retrieval.snapshot import SearchSnapshot
+    from rag_assets.retrieval.snapshot_writer import SnapshotWriter
+
+    root, refs = corpus
+    settings = Settings.from_env({}, state_dir=root / "state", chroma_path=root / "chroma", docs_dir=root / "docs")
+    stages = StageStore.for_settings(settings)
+    cache = EmbeddingCache(stages.db)
+    fingerprint = _chunk_all(refs, stages, tmp_path, local_embedder)
+    run_embed(refs, stages, local_embedder, cache, fingerprint)
+    store = ChromaStore.for_settings(settings, local_embedder)
+    writer = SnapshotWriter(settings, store, stages.db)
+    assert not run_index(refs, stages, store, cache, fingerprint, snapshot=writer).failed
+    reader = SearchSnapshot(settings)
+    view = reader.view()
+    assert view.generation == read_generation(settings) and len(view) == store.count()
+
+    page = root / "docs" / "page-3.md"
+    page.write_text("# Page 3\n\n## Topic 3\n\nPage 3 now explains the brass valve ZK-4411 instead.\n")
+    edited = [r for r in discover(root / "docs").documents if r.doc_path == "page-3.md"]
+    _chunk_all(edited, stages, tmp_path, local_embedder)
+    run_embed(edited, stages, local_embedder, cache, fingerprint)
+    report = run_index(edited, stages, store, cache, fingerprint, snapshot=_DiskFullSnapshot(writer))
+    assert report.failed == {"page-3.md": "page-3.md: the search snapshot could not be written: "
+                                          "[Errno 28] No space left on device"}
+    assert any("ZK-4411" in text for _, text, meta in store.iter_all() if meta["doc_path"] == "page-3.md")
+    texts = [reader.view().text(r) for r in range(len(reader.view())) if reader.view().table(r).doc_path == "page-3.md"]
+    assert texts and all("topic number 3" in t for t in texts)  # the previous version, whole
+    assert "page-3.md" in stale_documents(edited, stages, Fingerprints(chunks=fingerprint, embedded=local_embedder.model_name,
+                                                                       indexed=store_fingerprint(store)))
+    assert run_index(edited, stages, store, cache, fingerprint, snapshot=writer).processed == ["page-3.md"]
+    texts = [reader.view().text(r) for r in range(len(reader.view())) if reader.view().table(r).doc_path == "page-3.md"]
+    assert texts and all("ZK-4411" in t for t in texts)
+
+
 def test_frontmatter_keys_the_store_refuses_are_dropped_by_name_before_embedding(tmp_path, local_embedder, caplog):
     """Issue 36, item 9: a key "$or" or "" failed the document after it was embedded, with "Invalid metadata
     at index 0" naming no key. Now the key is dropped with a warning naming file and key; the page is indexed."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_assets.corpus import Corpus
-from rag_assets.errors import ConfigurationError
+import dagster as dg
 from rag_assets.orchestration.component import MarkdownCorpus
 from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.environment import subprocess_env
@@ -120,6 +120,28 @@ def test_scaffolded_corpus_component_loads_materializes_and_answers(tmp_path):
     assert got["sensors"] == ["handbook__docs_sensor", "handbook__evaluation_sensor"]
 
 
+@pytest.mark.system
+def test_scaffolding_a_corpus_whose_name_is_not_one_writes_nothing(tmp_path):
+    """`dg scaffold defs rag_assets.MarkdownCorpus NAME` with a name a corpus may not have: refused at
+    once with the reason (a usage error, no traceback), the folder dg made removed, and the
+    project's corpora as they were (issue 36: `Upper Case` broke every `rag` command, `../evil`
+    wrote outside the defs folder)."""
+    project = user_project(tmp_path / "proj")
+    (project / "userproj" / "defs" / "default").mkdir()
+    (project / "userproj" / "defs" / "default" / "defs.yaml").write_text(
+        "type: rag_assets.MarkdownCorpus\n\nattributes:\n  name: default\n")
+    before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
+    env = subprocess_env(tmp_path, PYTHONPATH=str(project), DAGSTER_HOME=str(tmp_path))
+    for name, why in (("Upper Case", "`upper_case` would do"), ("rag", "reserved"), ("default", "already exists"),
+                      ("../evil", "not outside it")):
+        proc = subprocess.run([DG, "scaffold", "defs", "rag_assets.MarkdownCorpus", name], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode != 0 and why in proc.stdout + proc.stderr, (name, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
+    assert "name: default" in (project / "userproj" / "defs" / "default" / "defs.yaml").read_text()
+
+
 def test_the_project_declares_its_own_corpus_as_the_default_component():
     from rag_assets.orchestration.component import component_corpora
 
@@ -143,7 +165,7 @@ def test_component_settings_and_their_errors(tmp_path, monkeypatch):
         MarkdownCorpus().corpus(tmp_path / "defs" / "faq", tmp_path)
     with pytest.raises(Exception, match="from the environment"):
         MarkdownCorpus(docs_dir="x").corpus(tmp_path / "defs" / "default", tmp_path)
-    with pytest.raises(ConfigurationError, match="corpus name"):
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"defs/x/defs.yaml: corpus name 'Bad-Name'.*`bad_name`"):
         MarkdownCorpus(docs_dir="x", name="Bad-Name").corpus(tmp_path / "defs" / "x", tmp_path)
 
 

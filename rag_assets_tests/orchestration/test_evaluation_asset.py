@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from rag_assets.corpus import Corpus
 from rag_assets_tests.support.corpus import SAMPLE_EVAL_SET
 from rag_assets.orchestration.definitions import (
     PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
@@ -170,14 +171,20 @@ def test_evaluation_sensor_waits_for_ingestion_runs_in_flight(indexed, rag_env, 
     write_eval(rag_env / "eval" / "small.jsonl", GOOD)
     probe = dg.Definitions(jobs=[dg.define_asset_job("probe", selection=[document_catalog])],
                            assets=[document_catalog], resources=RESOURCES).resolve_job_def("probe")
-    ingesting = indexed.create_run_for_job(probe, tags={"rag/run": "index"}, status=dg.DagsterRunStatus.STARTED)
+    # another corpus's runs hold nothing of this one's back
+    elsewhere = indexed.create_run_for_job(probe, tags=sensors.index_run_tags(Corpus.named("other", rag_env, rag_env)),
+                                           status=dg.DagsterRunStatus.STARTED)
+    assert len(_sensor_tick(indexed).run_requests) == 1
+    indexed.report_run_canceled(elsewhere)
+    ingesting = indexed.create_run_for_job(probe, tags=sensors.index_run_tags(Corpus()), status=dg.DagsterRunStatus.STARTED)
     waiting = _sensor_tick(indexed)
     assert not waiting.run_requests and "ingestion run(s) in flight" in waiting.skip_message
     # a folder that never stops changing is still scored, after a bounded wait
     monkeypatch.setattr(sensors, "EVALUATION_MAX_DEFER_SECONDS", 0)
     assert len(_sensor_tick(indexed, waiting.cursor).run_requests) == 1
     indexed.report_run_canceled(ingesting)
-    evaluating = indexed.create_run_for_job(probe, tags={"rag/run": "evaluation"}, status=dg.DagsterRunStatus.STARTED)
+    evaluating = indexed.create_run_for_job(probe, tags=sensors.evaluation_run_tags(Corpus()),
+                                            status=dg.DagsterRunStatus.STARTED)
     busy = _sensor_tick(indexed, waiting.cursor)
     assert not busy.run_requests and "evaluation run is queued or running" in busy.skip_message
     indexed.report_run_canceled(evaluating)

@@ -85,7 +85,7 @@ def test_first_tick_registers_documents_and_requests_one_run(instance):
     ]
     assert kinds(result) == ["documents", "catalog"]  # a new file is searchable after one run, not two
     tags = documents_run(result).tags
-    assert all(r.tags["rag/run"] == "index" for r in result.run_requests)
+    assert all(r.tags["rag/run"] == "index" and r.tags["rag/index"] == "default" for r in result.run_requests)
     assert tags[ASSET_PARTITION_RANGE_START_TAG] == "guide/evaluation.md"
     assert tags[ASSET_PARTITION_RANGE_END_TAG] == "rate-limits.md"
 

@@ -1,21 +1,26 @@
-"""The search snapshot (BM25 keyword index, headings, rows, vectors): tokenisation, search, persistence
-tied to the index generation."""
+"""The search snapshot as a query reads it: BM25, heading scores, rare terms and cosines from the
+committed snapshot, a reader that follows commits without waiting for them, heading weights chosen at
+query time, and an index an earlier version wrote: its snapshot built once, saying so."""
 
+import logging
+import threading
+
+import numpy as np
 import pytest
 
-from rag_assets.index.generation import bump_generation, read_generation
 from rag_assets.config import Settings
-from rag_assets.retrieval.snapshot import DEFAULT_HEADING_REPEATS, SearchSnapshot
-from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, tokenize
 from rag_assets.retrieval.retriever import Retriever
-from rag_assets_tests.support.index_builder import build_sample_index
+from rag_assets.retrieval.snapshot import DEFAULT_HEADING_REPEATS, SearchSnapshot
+from rag_assets.retrieval.snapshot_builds import builds_for, snapshot_root
+from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, tokenize
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.index_builder import build_index, build_sample_index
 
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
     env, settings = build_sample_index(tmp_path_factory.mktemp("kw"))
-    retriever = Retriever.from_settings(settings)
-    return settings, retriever.store
+    return settings, Retriever.from_settings(settings).store
 
 
 def test_tokenize_stems_drops_stopwords_and_splits_identifiers():
@@ -26,91 +31,132 @@ def test_tokenize_stems_drops_stopwords_and_splits_identifiers():
 
 
 def test_search_finds_exact_terms(index):
+    settings, _ = index
+    view = SearchSnapshot(settings).view()
+    hits = view.search("HTTP 429 retry-after", 5)
+    assert hits and view.table(hits[0].row).doc_path == "rate-limits.md" and view.chunk_id(hits[0].row) == hits[0].chunk_id
+    assert view.search("pasta carbonara", 5) == []  # no known term: nothing, not noise
+    assert all(h.score > 0 for h in view.search("test case", 10))
+
+
+def test_a_new_reader_opens_the_committed_snapshot_and_builds_nothing(index):
     settings, store = index
-    kw = SearchSnapshot(store, settings.state_dir)
-    hits = kw.search("HTTP 429 retry-after", 5)
-    assert hits and store.get([hits[0].chunk_id])[0].metadata["doc_path"] == "rate-limits.md"
-    assert kw.search("pasta carbonara", 5) == []  # no known term: nothing, not noise
-    assert all(h.score > 0 for h in kw.search("test case", 10))
-
-
-def test_persisted_and_not_rebuilt_until_generation_changes(index):
-    settings, store = index
-    first = SearchSnapshot(store, settings.state_dir)
-    first.ensure_current()
-    folder = settings.state_dir / "keyword" / settings.collection
-    assert (folder / "CURRENT").is_file()
-    built = first.builds + first.loads
-    assert built == 1
-    # repeated queries in the same process: nothing rebuilt or reloaded
-    for _ in range(3):
-        first.search("streaming events", 3)
-    assert first.builds + first.loads == 1
-    # a new process (new object) loads from disk instead of rebuilding
-    second = SearchSnapshot(store, settings.state_dir)
-    second.search("streaming", 3)
-    assert (second.builds, second.loads) == (0, 1)
-    assert second.meta["generation"] == read_generation(settings.state_dir)
-    assert second.meta["collection_id"] == store.collection_id
-
-    # an ingest bumps the generation: the next search rebuilds once, old builds are removed
-    bump_generation(settings.state_dir)
-    second.search("streaming", 3)
-    assert second.builds == 1
-    second.search("streaming", 3)
-    assert second.builds == 1
-    assert len([p for p in folder.iterdir() if p.name.startswith("build-")]) == 1
-    # the first object notices the new generation too and loads the new build (no rebuild)
-    first.search("streaming", 3)
-    assert first.loads + first.builds == 2 and first.meta["generation"] == read_generation(settings.state_dir)
+    reader = SearchSnapshot(settings)
+    view = reader.view()
+    assert len(view) == store.count() and (reader.loads, reader.rebuilds) == (1, 0)
+    for _ in range(3):  # repeated queries: the same view, nothing opened again
+        assert reader.view() is view
+    assert reader.loads == 1
 
 
 def test_cosines_from_stored_embeddings(index):
     settings, store = index
     retriever = Retriever.from_settings(settings)
     vec = retriever.embed_query("server-sent events streaming")
+    view = retriever.view()
     dense = store.query(vec, top_k=4)
-    cos = retriever.snapshot.cosines(vec, [h.chunk_id for h in dense])
-    for h in dense:
-        assert cos[h.chunk_id] == pytest.approx(h.score, abs=1e-4)
+    cos = view.cosines(vec, [view.row(h.chunk_id) for h in dense])
+    assert cos == pytest.approx([h.score for h in dense], abs=1e-4)
+    rows, sims = view.nearest(vec, 4)
+    assert [view.chunk_id(int(r)) for r in rows] == [h.chunk_id for h in dense]  # exact search: the same neighbours here
+    assert np.all(np.diff(sims) <= 0)
 
 
-def test_header_repeats_weight_heading_terms_and_are_part_of_the_build(index):
+def test_header_repeats_are_chosen_at_query_time(index):
     settings, store = index
     assert Settings.from_env({}).keyword_heading_repeats == DEFAULT_HEADING_REPEATS == 3
     assert Settings.from_env({"RAG_KEYWORD_HEADING_REPEATS": "0"}).keyword_heading_repeats == 0
-    # a term of some chunk's header, to query with
     cid, _, meta = next((c, t, m) for c, t, m in store.iter_all() if tokenize(chunk_headings_text(m or {})))
     term = tokenize(chunk_headings_text(meta))[-1]
-    plain = SearchSnapshot(store, settings.state_dir, heading_repeats=0)
-    flat = plain.scores(term)
-    row = plain.row(cid)
-    weighted = SearchSnapshot(store, settings.state_dir, heading_repeats=3)
-    boosted = weighted.scores(term)
-    # the same build is not reused for another field weight: rebuilt, and it says so
-    assert (weighted.builds, weighted.loads) == (1, 0) and weighted.meta["heading_repeats"] == 3
-    assert boosted[weighted.row(cid)] > flat[row] > 0
+    plain, weighted = SearchSnapshot(settings, heading_repeats=0), SearchSnapshot(settings, heading_repeats=3)
+    flat, boosted = plain.view(), weighted.view()
+    assert boosted.scores(term)[boosted.row(cid)] > flat.scores(term)[flat.row(cid)] > 0
+    assert plain.rebuilds == weighted.rebuilds == 0  # one snapshot serves every weight
     with pytest.raises(ValueError):
-        SearchSnapshot(store, settings.state_dir, heading_repeats=-1)
-    # back to the default: rebuilt again, and the default index is what Retriever.from_settings uses
+        SearchSnapshot(settings, heading_repeats=-1)
     assert Retriever.from_settings(settings).snapshot.heading_repeats == DEFAULT_HEADING_REPEATS
 
 
 def test_rare_terms_are_query_terms_few_chunks_contain(index):
     settings, store = index
-    kw = SearchSnapshot(store, settings.state_dir)
-    hit = kw.search("HTTP 429 retry-after", 1)[0]
-    counts = {}
+    view = SearchSnapshot(settings).view()
+    hit = view.search("HTTP 429 retry-after", 1)[0]
+    counts: dict[str, int] = {}
     for _, text, meta in store.iter_all():
         for term in set(tokenize(chunk_index_text(text, meta or {}))):
             counts[term] = counts.get(term, 0) + 1
     terms = tokenize("HTTP 429 retry-after")
-    rare = kw.rare_terms("HTTP 429 retry-after", hit.row, 2)
+    rare = view.rare_terms("HTTP 429 retry-after", hit.row, 2)
     assert rare and set(rare) <= set(terms) and all(counts[t] <= 2 for t in rare)
-    assert kw.rare_terms("HTTP 429 retry-after", hit.row, 10**6) == [t for t in dict.fromkeys(terms) if t in counts
-                                                                      and hit.row in _rows_with(kw, store, t)]
-    assert kw.rare_terms("pasta carbonara", hit.row, 2) == []  # unknown terms are not rare, just absent
+    holding = {t for cid, text, meta in store.iter_all() if cid == hit.chunk_id
+               for t in tokenize(chunk_index_text(text, meta or {}))}
+    assert view.rare_terms("HTTP 429 retry-after", hit.row, 10**6) == [t for t in dict.fromkeys(terms) if t in holding]
+    assert view.rare_terms("pasta carbonara", hit.row, 2) == []  # unknown terms are not rare, just absent
 
 
-def _rows_with(kw, store, term):
-    return {kw.row(cid) for cid, text, meta in store.iter_all() if term in tokenize(chunk_index_text(text, meta or {}))}
+def test_a_reader_follows_commits_and_never_waits_for_a_writer(tmp_path):
+    root = tmp_path
+    write_corpus(root / "docs")
+    settings = Settings.from_env({}, docs_dir=root / "docs", chroma_path=root / "chroma", state_dir=root / "state",
+                                 cache_dir=root / "cache")
+    build_index(None, settings)
+    reader = SearchSnapshot(settings)
+    before = reader.view()
+    assert not before.search("ZK-4411 valve grease", 3)
+    write_corpus(root / "docs", {"parts/valves.md": "# Valves\n\nGrease the ZK-4411 valve every quarter.\n"})
+    build_index(None, settings)  # a commit
+    after = reader.view()
+    assert after.generation != before.generation and after.search("ZK-4411 valve grease", 3)
+    assert len(after) == len(before) + 1 and not before.search("ZK-4411 valve grease", 3)  # views are immutable
+    # a writer holding the snapshot's lock (a commit or a merge in progress) does not hold a reader up
+    locked, release = threading.Event(), threading.Event()
+
+    def writer():
+        with builds_for(settings).lock():
+            locked.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        fresh = SearchSnapshot(settings)
+        assert fresh.view().search("ZK-4411 valve grease", 3)  # would hang here if readers locked
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_an_index_an_earlier_version_wrote_gets_its_snapshot_once(tmp_path, caplog):
+    write_corpus(tmp_path / "docs")
+    settings = Settings.from_env({}, docs_dir=tmp_path / "docs", chroma_path=tmp_path / "chroma",
+                                 state_dir=tmp_path / "state", cache_dir=tmp_path / "cache")
+    build_index(None, settings, snapshot=False)  # the store and the generation, no snapshot committed
+    retriever = Retriever.from_settings(settings)
+    with caplog.at_level(logging.WARNING, logger="rag_assets.retrieval.snapshot_writer"):
+        results = retriever.search("HTTP 429 retry-after", "hybrid", 3)
+    assert results[0].doc_path == "rate-limits.md"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "building it from the store once" in warnings[0] and "found by a query" in warnings[0]
+    assert retriever.snapshot.rebuilds == 1
+    other = Retriever.from_settings(settings)  # another reader: the snapshot is there now
+    assert other.search("HTTP 429 retry-after", "hybrid", 3)[0].chunk_id == results[0].chunk_id
+    assert other.snapshot.rebuilds == 0
+
+
+def test_a_keyword_build_of_the_version_before_the_snapshot_is_replaced_once(tmp_path, caplog):
+    """The state folder of the version before: CURRENT names a keyword build folder, not a manifest."""
+    write_corpus(tmp_path / "docs")
+    settings = Settings.from_env({}, docs_dir=tmp_path / "docs", chroma_path=tmp_path / "chroma",
+                                 state_dir=tmp_path / "state", cache_dir=tmp_path / "cache")
+    build_index(None, settings, snapshot=False)
+    root = snapshot_root(settings.state_dir, settings.collection)
+    (root / "build-0d28a7d2947a467f-491cf028").mkdir(parents=True)
+    (root / "CURRENT").write_text("build-0d28a7d2947a467f-491cf028", encoding="utf-8")
+    retriever = Retriever.from_settings(settings)
+    with caplog.at_level(logging.WARNING, logger="rag_assets.retrieval.snapshot_writer"):
+        assert retriever.search("HTTP 429 retry-after", "hybrid", 3)[0].doc_path == "rate-limits.md"
+        assert retriever.search("HTTP 429 retry-after", "keyword", 3)[0].doc_path == "rate-limits.md"
+    assert retriever.snapshot.rebuilds == 1 and sum("building it from the store once" in r.getMessage()
+                                                    for r in caplog.records) == 1
+    assert not (root / "build-0d28a7d2947a467f-491cf028").exists()  # collected with the old manifests

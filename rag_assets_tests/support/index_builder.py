@@ -2,7 +2,8 @@
 
 For tests and benchmarks that need an index to query while the Dagster ingestion is elsewhere:
 rag_assets.ingest.folder_index does the work (discover -> ... -> ChromaStore.replace_document, then the
-index generation is bumped, exactly as an ingest that changed the index would do).
+search snapshot committed, exactly as an ingest that changed the index does; ``snapshot=False``: the
+generation bumped only, as an earlier version's ingest left it, so the first query builds the snapshot).
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from pathlib import Path
 
 from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
+from rag_assets.index.chroma_store import ChromaStore
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.ingest.folder_index import index_folder
+from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
 
 def build_index(
-    docs_dir: Path | str | None, settings: Settings | None = None, *, embedder=None, cache: EmbeddingCache | None = None
+    docs_dir: Path | str | None, settings: Settings | None = None, *, embedder=None, cache: EmbeddingCache | None = None,
+    snapshot: bool = True,
 ) -> dict:
     """Index every markdown file of docs_dir (default: settings.docs_dir); returns small stats.
 
@@ -25,7 +29,9 @@ def build_index(
     """
     settings = settings or Settings.from_env()
     docs_dir = Path(docs_dir) if docs_dir is not None else settings.docs_dir
-    stats = index_folder(docs_dir, settings, embedder or load_embedder(settings), cache=cache)
+    embedder = embedder or load_embedder(settings)
+    writer = SnapshotWriter(settings, ChromaStore.for_settings(settings, embedder)) if snapshot else None
+    stats = index_folder(docs_dir, settings, embedder, cache=cache, snapshot=writer)
     return {"documents": stats["documents"], "chunks": stats["chunks_written"], "generation": stats["generation"]}
 
 

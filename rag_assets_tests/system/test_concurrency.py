@@ -181,3 +181,62 @@ def test_concurrent_ingests_leave_a_consistent_index(env):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["results"][0]["doc_path"] == "widgets/w2.md"
+
+
+# documents from code into the default corpus, timed by the process itself
+FROM_CODE = """
+import json, time
+from rag_assets import RAGPipeline
+started = time.time()
+result = RAGPipeline.from_settings().ingest(
+    [{"id": f"notes/n{i}", "content": f"# Note {i}\\n\\nNote {i} says the gearbox G{i} needs {i + 2} litres of oil "
+      f"every {i + 5} thousand kilometres, and a new seal after the third change.\\n"} for i in range(4)])
+print(json.dumps({"processed": result.documents_processed, "failed": result.documents_failed, "errors": result.errors,
+                  "started": started, "ended": time.time()}))
+"""
+
+
+def test_two_corpora_and_an_ingest_from_code_into_a_third_never_wait_for_each_other(rag_env, dagster_home, monkeypatch):
+    """Issue 34 item 4: `rag ingest` of two corpora at the same time, and RAGPipeline.ingest() into a
+    third (the default corpus) beside them: each corpus has a store of its own, so none waits for
+    another's writer. Every ingest was serialised on one writer lock before (the Starlight site
+    waited 11 minutes for the Mintlify one); here the Dagster runs of all three overlap in time."""
+    monkeypatch.setenv("RAG_LOG_LEVEL", "ERROR")
+    monkeypatch.setenv("RAG_DOCUMENTS_PER_RUN", "2")
+    for name in ("alpha", "beta"):
+        for i in range(6):
+            path = rag_env / name / f"w{i}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(_doc(i, f"This manual belongs to the {name} shelf."), encoding="utf-8")
+    procs = {name: _start("ingest", "--docs-dir", str(rag_env / name), "--name", name, "--json")
+             for name in ("alpha", "beta")}
+    procs["default"] = subprocess.Popen([sys.executable, "-c", FROM_CODE], cwd=ROOT, env=os.environ.copy(),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reports = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{name} exited {proc.returncode}\n{out}\n{err}"
+        assert "Traceback" not in err and "waiting for it to finish" not in err, f"{name}:\n{err}"
+        reports[name] = json.loads(out if name != "default" else out.strip().splitlines()[-1])
+    assert reports["alpha"]["documents_processed"] == reports["beta"]["documents_processed"] == 6, reports
+    assert reports["alpha"]["lock_wait_seconds"] == reports["beta"]["lock_wait_seconds"] == 0
+    assert reports["default"]["processed"] == 4 and reports["default"]["failed"] == 0, reports["default"]
+
+    # the timestamps of every Dagster run, by corpus: each corpus's runs overlap the other two's
+    from rag_assets.orchestration.runs import get_instance
+    from rag_assets.orchestration.sensors import CORPUS_TAG
+
+    with get_instance() as instance:
+        records = instance.get_run_records()
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for record in records:
+        assert record.dagster_run.status.value == "SUCCESS", record.dagster_run
+        spans.setdefault(record.dagster_run.tags[CORPUS_TAG], []).append((record.start_time, record.end_time))
+    assert set(spans) == {"alpha", "beta", "default"}
+    window = {name: (min(s for s, _ in runs), max(e for _, e in runs)) for name, runs in spans.items()}
+    for a in window:
+        for b in window:
+            if a < b:
+                assert window[a][0] < window[b][1] and window[b][0] < window[a][1], (a, b, window)
+    # and not merely one after the other: alpha and beta each started a run while the other's was going
+    assert any(s1 < e2 and s2 < e1 for s1, e1 in spans["alpha"] for s2, e2 in spans["beta"]), spans

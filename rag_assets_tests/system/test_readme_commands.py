@@ -1,16 +1,22 @@
 """Every command line the README and its docs pages show runs as written, in their order (the README
-first, then docs/*.md in the order the README's map lists them), on a scratch copy of the bundled
-corpus (data/docs, data/eval) with every piece of state in a temporary folder.
+first, then docs/*.md in the order the README's map lists them), in a scratch checkout of the
+repository (its tracked files as this working tree has them, a git repository of its own, the
+project's venv linked in) with the settings' defaults: every piece of state lands where a user's
+would, under the checkout, and afterwards `git status` is clean: what `rag` writes is git-ignored
+(the index, the state, the Dagster instance, corpora of other folders, documents from code).
 
 Taken from those pages: the `.venv/bin/rag …`, `.venv/bin/dagster asset materialize …` and
 `.venv/bin/dagster job execute …` lines of its ```bash blocks (the first block's chain of commands
 included) and of inline code spans. Left to other tests: `dagster dev`, `rag ui` and `rag watch` (test_web_ui.py,
 cli/test_ui.py and cli/test_watch.py start them) and the test command itself. `rag ask` is pointed at an OpenAI-compatible stub server
-started here (the README says to set OPENAI_BASE_URL / OPENAI_API_KEY for it).
+started here (the README says to set OPENAI_BASE_URL / OPENAI_API_KEY for it). Right after the first one
+(`rag ingest` of the bundled corpus) a `rag query` is checked to build nothing: it reads the search
+snapshot the ingest committed (issue 34, "the first query is ready").
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.support.environment import subprocess_env
+from rag_assets_tests.support.environment import state_env, subprocess_env
 from rag_assets_tests.support.openai_server import OpenAIStubServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,23 +80,73 @@ def test_the_readme_lists_the_commands_it_promises():
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
-    shutil.copytree(REPO / "data" / "docs", tmp_path / "docs")
-    shutil.copytree(REPO / "data" / "eval", tmp_path / "eval")
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text().replace("data/dagster", str(tmp_path / "dagster")))
+    checkout = tmp_path / "checkout"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (REPO / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, checkout / name)
+    git = ["git", "-c", "user.name=readme", "-c", "user.email=readme@example.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=checkout, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=checkout, check=True)
+    subprocess.run([*git, "commit", "-qm", "checkout"], cwd=checkout, check=True)
+    (checkout / ".venv").symlink_to(REPO / ".venv")  # a link, which `.venv/` (a folder) does not match
+    (checkout / ".git" / "info" / "exclude").write_text(".venv\n")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    return tmp_path, home
+    return checkout
+
+
+def git_status(checkout) -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=checkout, capture_output=True,
+                          text=True, check=True).stdout
+
+
+FROM_CODE = ("from rag_assets import RAGPipeline\n"
+             "r = RAGPipeline.from_settings().ingest([{'id': 'notes/oil', 'content': '# Oil\\n\\nGearbox G2 takes "
+             "two litres of oil.\\n'}])\nassert r.documents_processed == 1, r\n")
 
 
 @pytest.mark.system
 def test_every_readme_command_runs_as_written(scratch):
-    tmp_path, home = scratch
+    checkout = scratch
     commands = readme_commands(documentation())
     with OpenAIStubServer(api_key=KEY, default_chat_reply="Click Add Test Case [Source 1].") as chat:
-        env = subprocess_env(tmp_path, DAGSTER_HOME=str(home), OPENAI_API_KEY=KEY, OPENAI_BASE_URL=chat.base_url)
+        # the settings' defaults: no RAG_* paths, the instance of the checkout's dagster.yaml
+        env = {k: v for k, v in subprocess_env(checkout).items() if k not in state_env(checkout)}
+        env.update(DAGSTER_HOME=str(checkout), OPENAI_API_KEY=KEY, OPENAI_BASE_URL=chat.base_url)
         env.pop("RAG_EMBEDDER", None)
-        for command in commands:
-            proc = subprocess.run(command, shell=True, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+        for i, command in enumerate(commands):
+            proc = subprocess.run(command, shell=True, cwd=checkout, env=env, capture_output=True, text=True, timeout=900)
             assert proc.returncode == 0, f"{command}\nexit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
             assert "Traceback" not in proc.stderr, f"{command}\n{proc.stderr[-3000:]}"
+            if i == 0:  # the README's first command ingests the bundled corpus
+                assert_the_first_query_builds_nothing(env, checkout)
+        # and documents from code (data/docs/_from_code)
+        subprocess.run([".venv/bin/python", "-c", FROM_CODE], cwd=checkout, env=env, check=True, timeout=600)
+    assert any("--docs-dir" in c for c in commands)  # a second folder, a corpus of its own (data/corpora)
+    assert (checkout / "data" / "corpora").is_dir() and (checkout / "data" / "docs" / "_from_code").is_dir()
+    assert git_status(checkout) == "", "rag wrote files git does not ignore:\n" + git_status(checkout)
+
+
+def assert_the_first_query_builds_nothing(env: dict, checkout: Path) -> None:
+    """The first `rag query` after an ingest of the bundled corpus reads the search snapshot the ingest
+    committed: it builds nothing (the snapshot's folder and the index generation stay as the ingest
+    left them), imports neither chromadb nor dagster, and answers well within its retrieval timeout."""
+    from rag_assets.index.generation import KEY as GENERATION
+    from rag_assets.index.state_file import read_meta
+
+    state_dir = checkout / "data" / "state"  # the settings' default
+    folder = state_dir / "keyword" / "rag_chunks"
+    before = {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.iterdir()}
+    generation = read_meta(state_dir, GENERATION)
+    assert (folder / "CURRENT").is_file() and generation not in (None, "empty"), before
+    proc = subprocess.run([".venv/bin/python", "-X", "importtime", "-m", "rag_assets", "query",
+                           "How do I add more test cases in the Evaluation tool?", "--json"],
+                          cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["results"], proc.stdout[:2000]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert not {m for m in imported if m.split(".")[0] in ("chromadb", "dagster")}, "the query imported the store or Dagster"
+    assert [line for line in proc.stderr.splitlines() if not line.startswith("import time:")] == []  # no warning either
+    assert {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.iterdir()} == before
+    assert read_meta(state_dir, GENERATION) == generation

@@ -17,6 +17,7 @@ import pytest
 from rag_assets.config import Settings
 from rag_assets.errors import StateDatabaseError
 from rag_assets.index.state_db import STATE_FILE, StateDB
+from rag_assets.retrieval.retriever import Retriever
 from rag_assets_tests.support.index_builder import build_index
 
 QUESTION = "What HTTP status comes back when I exceed the requests per minute?"
@@ -54,7 +55,8 @@ def read_only_mount(source: Path, target: Path):
         subprocess.run(["mount", "-o", "remount,ro,bind", str(target)], check=True, capture_output=True)
         yield target
     finally:
-        subprocess.run(["umount", str(target)], check=True)
+        # lazily: a reader in this process may still hold the state database open
+        subprocess.run(["umount", "--lazy", str(target)], check=True)
 
 
 @pytest.mark.system
@@ -68,6 +70,24 @@ def test_a_query_reads_a_state_folder_it_cannot_write_and_an_ingest_says_why_it_
         failed = rag("ingest", env=env, codes=(1,))
         assert failed.stderr.count("\n") == 1 and "read-only file system" in failed.stderr, failed.stderr
         assert str(state_ro) in failed.stderr and "unexpected" not in failed.stderr
+
+
+@pytest.mark.system
+def test_a_reader_on_a_read_only_mount_builds_a_missing_search_snapshot_for_itself(rag_env, dagster_home):
+    build_index(rag_env / "docs", Settings.from_env(), snapshot=False)  # an index an earlier version wrote
+    checkpoint(rag_env / "state")
+    with read_only_mount(rag_env / "state", rag_env / "state_ro") as state_ro:
+        env = {**os.environ, "RAG_STATE_DIR": str(state_ro)}
+        proc = rag("query", QUESTION, "--top-k", "2", env=env)
+        assert "rate-limits.md" in proc.stdout
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 2 and "cannot be written" in lines[0] and "for this process only" in lines[0], lines
+        assert "building it from the store once" in lines[1], lines
+        # a long-lived reader (in process) builds its own once and keeps its view while nothing changes
+        reader = Retriever.from_settings(Settings.from_env(env)).snapshot
+        view = reader.view()
+        assert len(view) and reader.view() is reader.view() is view and (reader.loads, reader.rebuilds) == (1, 1)
+        assert not list((state_ro / "keyword").glob("*/seg-*"))  # nothing was written there
 
 
 def test_opening_the_state_database_never_writes(indexed):
