@@ -8,12 +8,6 @@ from rag_assets import RAGContext, RAGPipeline, RetrieveRequest
 from rag_assets.config import Settings
 from rag_assets.errors import InvalidQueryError, VectorDBUnavailableError
 from rag_assets.index.generation import bump_generation
-from rag_assets_tests.support.index_builder import build_sample_index
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_sample_index(tmp_path_factory.mktemp("pipeline"))
 
 
 @pytest.fixture

@@ -17,17 +17,11 @@ from rag_assets.answering import answer_question
 from rag_assets.cli.main import main
 from rag_assets.errors import ConfigurationError, InvalidQueryError
 from rag_assets.pipeline import RAGPipeline, RetrieveRequest
-from rag_assets_tests.support.index_builder import build_sample_index
 from rag_assets_tests.support.openai_server import CHAT_PATH, Fault, OpenAIStubServer
 
 API_KEY = "sk-test-SECRETkey-0123456789abcdef"
 ON_TOPIC = "How can I create multiple test cases?"  # two sources on the sample corpus (max_sources 3)
 OFF_TOPIC = "How do I cook pasta?"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_sample_index(tmp_path_factory.mktemp("answer"))
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,9 @@ import sys
 import pytest
 
 from rag_assets.config import Settings
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+
+pytestmark = pytest.mark.system
 
 OTHER_DOCS = {
     "rules/movement.md": "# Movement\n\n## Difficult terrain\n\nA unit moving through difficult terrain spends two "
@@ -29,11 +31,6 @@ def rag(*args, env=None, codes=(0,)):
 
 def as_json(proc):
     return json.loads(proc.stdout)
-
-
-@pytest.fixture
-def env(rag_env, dagster_home):
-    return rag_env
 
 
 def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env, monkeypatch, capsys):

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from rag_assets.evaluation.synthetic.tuning import OFFLINE_GENERATOR
 
 
@@ -14,6 +16,7 @@ def _rag(*args, env=None):
                           env=env or os.environ.copy(), timeout=600)
 
 
+@pytest.mark.system
 def test_rag_evaluate_without_an_eval_set_scores_a_synthetic_one(rag_env, dagster_home):
     ingest = _rag("ingest", "--quiet")
     assert ingest.returncode == 0, ingest.stderr

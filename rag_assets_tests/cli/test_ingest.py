@@ -11,6 +11,8 @@ from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
 from rag_assets.index.chroma_store import ChromaStore
 
+pytestmark = pytest.mark.system
+
 
 def rag(*args, check_codes=(0,)):
     proc = subprocess.run(
@@ -29,11 +31,6 @@ def store() -> ChromaStore:
     s = Settings.from_env()
     e = load_embedder(s)
     return ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=e.model_name, dimension=e.dimension)
-
-
-@pytest.fixture
-def env(rag_env, dagster_home):
-    return rag_env
 
 
 def test_ingest_then_noop_then_one_edit_then_delete(env):
@@ -258,7 +255,6 @@ def test_the_summary_counts_code_blocks_split_to_fit_a_chunk(env):
 
 
 
-@pytest.mark.system
 def test_scope_flags_say_what_is_left_out_and_lang_filters(env, monkeypatch):
     docs = env / "docs"
     spanish = {"es/guide/evaluation.md": "# Herramienta de evaluación\n\nLa herramienta de evaluación compara las "

@@ -9,6 +9,8 @@ import pytest
 from rag_assets_tests.cli.test_ingest import ingest_json, rag, store
 from rag_assets_tests.support.mdx_site import write_mdx_site
 
+pytestmark = pytest.mark.system
+
 TAG = re.compile(r"</?[A-Z][\w.]*[\s/>]")
 
 

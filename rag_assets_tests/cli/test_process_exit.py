@@ -3,6 +3,9 @@
 import subprocess
 import sys
 import textwrap
+import pytest
+
+pytestmark = pytest.mark.system
 
 
 def _run(body: str, **kwargs) -> subprocess.CompletedProcess:

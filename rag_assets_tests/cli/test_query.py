@@ -8,13 +8,7 @@ import sys
 import pytest
 
 from rag_assets.cli.main import main
-from rag_assets_tests.conftest import USER_CHOICES
-from rag_assets_tests.support.index_builder import build_sample_index
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_sample_index(tmp_path_factory.mktemp("cli"))
+from rag_assets_tests.support.environment import USER_CHOICES
 
 
 @pytest.fixture
@@ -94,6 +88,7 @@ def test_query_batch_all_good_exits_zero(env, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["id"] == 1
 
 
+@pytest.mark.system
 def test_query_batch_with_one_latin1_line_answers_the_others(env, tmp_path):
     """Through the real `rag` entry point in a child process: no traceback, the bad line named."""
     batch = tmp_path / "mixed.jsonl"

@@ -13,9 +13,11 @@ import psutil
 import pytest
 
 from rag_assets.cli.ui import STOP_SECONDS, WORKER_GRACE_SECONDS
-from rag_assets_tests.conftest import instance_yaml, subprocess_env, write_corpus
 from rag_assets_tests.support.chroma_server import free_port
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.dagster_dev import TERMINAL, Webserver, wait_until_loaded
+from rag_assets_tests.support.dagster_instance import instance_yaml
+from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.openai_server import OpenAIStubServer
 
 KEY = "sk-test-ui-000000"
@@ -77,10 +79,8 @@ def test_rag_ui_serves_the_project_instance_and_nothing_it_started_outlives_it(t
     write_corpus(tmp_path / "docs")
     home = tmp_path / "home"
     home.mkdir()
-    # the project's launcher: each run in a warm worker of its own session (not in dagster dev's group)
-    (home / "dagster.yaml").write_text(instance_yaml(
-        tmp_path, f"  sqlite:\n    base_dir: {tmp_path}/storage", "    dequeue_interval_seconds: 1\n"
-        "run_launcher:\n  module: rag_assets.orchestration.warm_launcher\n  class: WarmRunLauncher\n"))
+    # the project's instance: each run in a warm worker of its own session (not in dagster dev's group)
+    (home / "dagster.yaml").write_text(instance_yaml(tmp_path / "dagster"))
     with OpenAIStubServer(api_key=KEY, latency=600) as openai:
         # as a user runs it: from the folder holding dagster.yaml (the repo root), DAGSTER_HOME unset
         env = subprocess_env(tmp_path, RAG_EMBEDDER="openai", OPENAI_API_KEY=KEY, OPENAI_BASE_URL=openai.base_url,

@@ -9,8 +9,12 @@ import subprocess
 import sys
 import time
 
-from rag_assets_tests.conftest import write_corpus
+import pytest
+
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.dagster_dev import REPO, dagster_dev, dagster_dev_env
+
+pytestmark = pytest.mark.system
 
 STAGES = {"document_catalog", "parsed_documents", "markdown_blocks", "document_chunks", "chunk_embeddings",
           "vector_index"}

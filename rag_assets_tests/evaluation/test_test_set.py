@@ -11,7 +11,8 @@ import pytest
 
 from rag_assets.evaluation.test_set import load_test_set, score_question, score_test_set, TestSetQuestion
 from rag_assets.retrieval.retriever import SearchResult
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 
 DOCS = {
     "module-1/ch1/embodiment.md": "# Embodiment\n\n## Why a body matters\n\nEmbodiment means the robot's body shapes "
@@ -80,6 +81,7 @@ def course(tmp_path_factory):
     return root, env
 
 
+@pytest.mark.system
 def test_scoring_over_a_real_index_per_mode(course):
     from rag_assets.config import Settings
     from rag_assets.pipeline import RAGPipeline
@@ -94,6 +96,7 @@ def test_scoring_over_a_real_index_per_mode(course):
     assert hybrid["keywords.coverage@1.questions"] == 2
 
 
+@pytest.mark.system
 def test_rag_evaluate_test_set_json_prints_its_metrics(course):
     root, env = course
     cmd = [sys.executable, "-m", "rag_assets", "evaluate", "--test-set", str(root / "test_set.json"), "--top-k", "2"]
@@ -107,6 +110,7 @@ def test_rag_evaluate_test_set_json_prints_its_metrics(course):
     assert out["modes"]["hybrid"]["module.hit@2"] == 1.0 and out["skipped"] == 1
 
 
+@pytest.mark.system
 def test_a_question_retrieval_refuses_is_named_and_the_rest_are_scored(course):
     """Issue 36 item 8: a question of "???", or one over RAG_MAX_QUERY_CHARS with its selected text,
     ended the whole run with "query has no words", exit 1, nothing scored and the entry not named."""

@@ -18,7 +18,7 @@ from rag_assets.index.stage_store import INDEXED, StageStore
 from rag_assets_tests.support.chroma_server import ChromaServer, free_port, requires_chroma
 from rag_assets_tests.system.test_crash_recovery import edit_doc, expected_index
 
-pytestmark = requires_chroma
+pytestmark = [pytest.mark.system, requires_chroma]
 
 
 @pytest.fixture

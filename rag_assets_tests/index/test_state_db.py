@@ -30,7 +30,7 @@ def pg_base():
 _DATABASES = iter(range(1000))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def settings(request, tmp_path):
     if request.param == "sqlite":
         return Settings.from_env({}, state_dir=tmp_path / "state")
@@ -105,7 +105,7 @@ def test_the_search_snapshot_is_shared_through_postgresql(pg_base, tmp_path):
 
     from rag_assets.index.state_db import StateDB, snapshot_segments
     from rag_assets.retrieval.snapshot import SearchSnapshot
-    from rag_assets_tests.conftest import write_corpus
+    from rag_assets_tests.support.corpus import write_corpus
     from rag_assets_tests.support.index_builder import build_index
 
     url = createdb(pg_base, "state_snapshot")
@@ -142,6 +142,7 @@ def test_a_plain_postgresql_url_gets_the_installed_driver_and_a_missing_driver_i
     assert "'pg8000'" in message and "secret" not in message and "\n" not in message
 
 
+@pytest.mark.postgres
 @requires_postgres[0]
 @requires_postgres[1]
 @requires_postgres[2]

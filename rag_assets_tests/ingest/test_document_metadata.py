@@ -13,7 +13,8 @@ from rag_assets.errors import InvalidDocumentError
 from rag_assets.ingest.discovery import discover
 from rag_assets.ingest.document_metadata import MetadataPolicy, complete, file_date
 from rag_assets.ingest.frontmatter import read_document
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 
 DOCS = {
     "faq/billing.md": "# Billing questions\n\nHow invoices work.\n",
@@ -66,6 +67,7 @@ def test_last_update_date_comes_from_the_last_git_commit(tmp_path):
     assert complete(read_document(ref), ref, MetadataPolicy()).metadata["last_update_date"] == "2021-06-07"
 
 
+@pytest.mark.system
 def test_rag_ingest_with_required_metadata_names_the_document_and_indexes_the_rest(tmp_path):
     write_corpus(tmp_path / "docs", DOCS)
     env = subprocess_env(tmp_path, RAG_REQUIRED_METADATA="source,doc_type,last_update_date")

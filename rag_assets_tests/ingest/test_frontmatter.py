@@ -77,6 +77,7 @@ def test_vanished_file(tmp_path):
 
 
 # -- bounded YAML: alias bombs, recursive aliases, deep nesting ---------------------------------
+@pytest.mark.system
 def test_alias_bomb_is_refused_fast_and_in_bounded_memory():
     bomb = billion_laughs()
     assert len(bomb.encode()) < 480  # 9^9 = 387 million "lol"s once expanded

@@ -26,7 +26,7 @@ from rag_assets.progress import ProgressEvent
 from rag_assets.index.stage_store import CHUNKS, EMBEDDED, INDEXED, PARSED, StageStore
 from rag_assets.index.chroma_store import ChromaStore
 from rag_assets.ingest.tokens import TokenCounter
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.openai_server import Fault, OpenAIStubServer
 
 CONFIG = ChunkingConfig()

@@ -25,6 +25,7 @@ def _chunks(pipeline, doc_path):
     return [(cid, text) for cid, text, meta in pipeline.retriever.store.iter_all() if meta["doc_path"] == doc_path]
 
 
+@pytest.mark.system
 def test_two_documents_from_python_are_partitions_survive_rag_ingest_and_replace_cleanly(rag_env, dagster_home):
     pipeline = RAGPipeline.from_settings()
     result = pipeline.ingest(DOCS)

@@ -13,7 +13,8 @@ import pytest
 from rag_assets.corpus import Corpus
 import dagster as dg
 from rag_assets.orchestration.component import MarkdownCorpus
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 
 DG = str(Path(sys.executable).parent / "dg")
 DOCS = {"rules/movement.md": "# Movement\n\n## Difficult terrain\n\nA unit that crosses difficult terrain spends two "
@@ -67,6 +68,7 @@ def run(args, cwd, env, timeout=300):
     return proc
 
 
+@pytest.mark.system
 def test_scaffolded_corpus_component_loads_materializes_and_answers(tmp_path):
     project = user_project(tmp_path / "proj")
     home = tmp_path / "dagster_home"

@@ -18,7 +18,7 @@ import pytest
 from rag_assets.config import Settings
 from rag_assets.corpus import Corpus, register
 from rag_assets.index.chroma_store import embedded_collection_id
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
 
 FAQ = {f"faq/q{i}.md": f"# Question {i}\n\n## Answer {i}\n\nThe walrus{i} valve opens after {i + 3} turns of the "
                        f"handle and closes again on its own after {i + 1} minutes.\n" for i in range(4)}

@@ -8,7 +8,11 @@ import sqlite3
 import subprocess
 import sys
 
-from rag_assets_tests.conftest import write_corpus
+import pytest
+
+from rag_assets_tests.support.corpus import write_corpus
+
+pytestmark = pytest.mark.system
 
 PAGES = {f"pages/page{i:02d}.md": f"# Page {i}\n\n## Part\n\nPage {i} talks about topic number {i} at length.\n"
          for i in range(40)}

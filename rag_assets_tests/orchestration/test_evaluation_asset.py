@@ -11,7 +11,7 @@ import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from rag_assets.corpus import Corpus
-from rag_assets_tests.conftest import SAMPLE_EVAL_SET
+from rag_assets_tests.support.corpus import SAMPLE_EVAL_SET
 from rag_assets.orchestration.definitions import (
     PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
 from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
@@ -96,6 +96,7 @@ def test_checks_fail_when_quality_is_broken_and_labels_drift(indexed, rag_env, m
     assert "Prompt versioning" in problems and "quotas.md" in problems
 
 
+@pytest.mark.system
 def test_rag_evaluate_json_and_exit_codes(indexed, rag_env, monkeypatch):
     eval_file = write_eval(rag_env / "elsewhere" / "set.jsonl", GOOD)
     monkeypatch.setenv("RAG_EVAL_MIN_HYBRID_RECALL_AT_5", "0.5")
@@ -287,6 +288,7 @@ def test_no_eval_set_with_synthetic_sets_off_is_skipped_with_the_reason_not_fail
     assert checks == {}  # nothing was checked: neither passed nor failed
 
 
+@pytest.mark.system
 def test_rag_evaluate_without_eval_set_and_synthetic_off_prints_one_line_and_exits_non_zero(rag_env, dagster_home):
     env = {**os.environ, "RAG_EVAL_SYNTHETIC": "off"}
     proc = subprocess.run([sys.executable, "-m", "rag_assets", "evaluate"], capture_output=True, text=True,
@@ -297,7 +299,7 @@ def test_rag_evaluate_without_eval_set_and_synthetic_off_prints_one_line_and_exi
 
 
 def test_extra_corpus_is_indexed_on_its_own_and_scored_side_by_side(indexed, rag_env, monkeypatch):
-    from rag_assets_tests.conftest import write_corpus
+    from rag_assets_tests.support.corpus import write_corpus
 
     write_eval(rag_env / "eval" / "small.jsonl", GOOD)
     corpus = rag_env / "second"

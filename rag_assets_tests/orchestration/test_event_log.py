@@ -7,7 +7,7 @@ import pytest
 
 from rag_assets.orchestration import event_log
 from rag_assets.orchestration.partition_ranges import range_tags
-from rag_assets_tests.conftest import batching_sqlite_storage, instance_yaml
+from rag_assets_tests.support.dagster_instance import instance_yaml
 
 pytestmark = pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
 
@@ -26,9 +26,10 @@ def second(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
                                 check_results=[dg.AssetCheckResult(check_name="complete", passed=True)])
 
 
-def _run(home, storage_yaml: str, monkeypatch) -> dict:
+def _run(home, storage: dict | None, monkeypatch) -> dict:
+    """Two runs on an instance at home: the repo's (batching) storage, or the given `storage:` block."""
     home.mkdir()
-    (home / "dagster.yaml").write_text(instance_yaml(home, storage_yaml))
+    (home / "dagster.yaml").write_text(instance_yaml(home, storage=storage))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.DagsterInstance.get() as instance:
         keys = [f"p{i:03d}" for i in range(40)]
@@ -61,8 +62,8 @@ def test_batched_writes_record_what_the_stock_storage_records(tmp_path, monkeypa
 
     monkeypatch.setattr(event_log.BatchingSqliteEventLogStorage, "store_event_batch", counting)
     monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", "1000")
-    stock = _run(tmp_path / "stock", f"  sqlite:\n    base_dir: {tmp_path}/stock/storage", monkeypatch)
-    batched = _run(tmp_path / "batched", batching_sqlite_storage(tmp_path / "batched"), monkeypatch)
+    stock = _run(tmp_path / "stock", {"sqlite": {"base_dir": f"{tmp_path}/stock/storage"}}, monkeypatch)
+    batched = _run(tmp_path / "batched", None, monkeypatch)
     assert batched == stock
     assert stock["first"]["materialized"] == [f"p{i:03d}" for i in range(30)] + ["p035"]
     assert max(batches) >= 30, f"the range run's events were not batched: {batches}"
@@ -85,8 +86,8 @@ def _shards(runs_dir) -> list[tuple]:
 def test_a_new_run_database_is_the_stock_one(tmp_path, monkeypatch):
     """Copied from an empty database made once by the stock code: same schema, stamp and WAL mode,
     without the stock per-run load of every alembic migration script."""
-    _run(tmp_path / "stock", f"  sqlite:\n    base_dir: {tmp_path}/stock/storage", monkeypatch)
-    _run(tmp_path / "batched", batching_sqlite_storage(tmp_path / "batched"), monkeypatch)
+    _run(tmp_path / "stock", {"sqlite": {"base_dir": f"{tmp_path}/stock/storage"}}, monkeypatch)
+    _run(tmp_path / "batched", None, monkeypatch)
     stock, batched = _shards(tmp_path / "stock/storage/history/runs"), _shards(tmp_path / "batched/storage/history/runs")
     assert len(stock) == len(batched) == 2
     assert batched == stock

@@ -11,8 +11,11 @@ import time
 import uuid
 
 import psutil
+import pytest
 
 from rag_assets.orchestration.fanout import end_orphaned_log_tails
+
+pytestmark = pytest.mark.system
 
 # What Dagster's compute-log capture does in a run worker (dagster._core.execution.compute_logs):
 # a `tail -F` of the run's log file writing to the worker's stdout. This worker is killed before

@@ -24,7 +24,7 @@ from rag_assets.orchestration.noop_check import (
 from rag_assets.orchestration.runs import get_instance, ingest
 from rag_assets.index.stage_store import StageStore
 
-from rag_assets_tests.conftest import subprocess_env
+from rag_assets_tests.support.environment import subprocess_env
 
 
 @pytest.fixture
@@ -46,6 +46,7 @@ def test_after_a_full_ingest_the_noop_is_answered_with_the_same_counts(indexed):
     assert quick() is not None  # and again: answering writes nothing that spoils it
 
 
+@pytest.mark.system
 def test_the_cli_answers_a_noop_without_importing_dagster(indexed, dagster_home):
     code = ("import sys; from rag_assets.cli.main import main; rc = main(['ingest', '--json']); "
             "print('dagster imported' if 'dagster' in sys.modules else 'no dagster'); sys.exit(rc)")
@@ -97,6 +98,7 @@ CHANGES = {"edit": _edit, "add": _add, "delete": _delete, "another_dagster_run":
            "wiped_dagster_storage": _wiped_dagster, "wiped_chroma": _wiped_chroma}
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("change", [*CHANGES, "settings"])
 def test_every_kind_of_change_takes_the_full_path_which_then_restores_the_answer(indexed, monkeypatch, change):
     if change == "settings":
@@ -140,6 +142,7 @@ def test_an_unfinished_dagster_run_means_dont_know(indexed):
     assert quick() is not None
 
 
+@pytest.mark.system
 def test_another_ingest_holding_the_lock_means_dont_know(indexed):
     lock_path = Settings.from_env().state_dir / INGEST_LOCK_NAME
     holder = subprocess.Popen(
@@ -155,6 +158,7 @@ def test_another_ingest_holding_the_lock_means_dont_know(indexed):
     assert quick() is not None
 
 
+@pytest.mark.system
 def test_a_look_is_not_used_by_an_ingest_that_waited_for_another(indexed, monkeypatch):
     _edit(indexed)
     _answer, look = check_noop(Settings.from_env())

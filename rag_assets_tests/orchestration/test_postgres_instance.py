@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.conftest import instance_yaml, subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.dagster_instance import POSTGRES_INSTANCE, instance_yaml
+from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.postgres_server import postgres_server, requires_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [
+    pytest.mark.system,  # `rag ingest` as a subprocess
     *requires_postgres,
     pytest.mark.skipif(importlib.util.find_spec("dagster_postgres") is None,
                        reason="dagster-postgres not installed (pip install -e '.[dev]')"),
@@ -39,8 +42,8 @@ def test_rag_ingest_records_its_runs_in_postgres(postgres, tmp_path):
     write_corpus(tmp_path / "docs")
     home = tmp_path / "dagster_home"
     home.mkdir()
-    # the same instance config as docs/postgres-dagster.yaml, with this server's URL
-    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, f"  postgres:\n    postgres_url: {postgres}"))
+    # docs/postgres-dagster.yaml, with this server's URL
+    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, POSTGRES_INSTANCE, storage={"postgres": {"postgres_url": postgres}}))
     env = subprocess_env(tmp_path, DAGSTER_HOME=str(home))
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "rag_assets", "ingest", "--json"], cwd=REPO, env=env,

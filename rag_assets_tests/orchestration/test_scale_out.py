@@ -18,11 +18,13 @@ import dagster as dg
 import pytest
 
 from rag_assets_tests.support.chroma_server import ChromaServer, free_port, requires_chroma
-from rag_assets_tests.conftest import batching_sqlite_storage, instance_yaml, subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.dagster_instance import instance_yaml
+from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.openai_server import OpenAIStubServer
 from rag_assets_tests.support.postgres_server import createdb, postgres_server, requires_postgres
 
-pytestmark = [*requires_postgres, requires_chroma]
+pytestmark = [pytest.mark.system, *requires_postgres, requires_chroma]
 KEY = "sk-scale-out-test-0000"
 
 
@@ -47,7 +49,8 @@ def services(tmp_path, monkeypatch):
 def env_for(tmp_path, pg, port, openai, name: str) -> dict[str, str]:
     home = tmp_path / f"home-{name}"
     home.mkdir(exist_ok=True)
-    (home / "dagster.yaml").write_text(instance_yaml(home, batching_sqlite_storage(home)))
+    # Dagster's default launcher (a subprocess per run), not the repo's warm one (test_warm_launcher.py)
+    (home / "dagster.yaml").write_text(instance_yaml(home, run_launcher=None))
     return subprocess_env(
         tmp_path, DAGSTER_HOME=str(home), RAG_STATE_URL=createdb(pg, f"rag_{name}"), RAG_STATE_DIR=str(tmp_path / f"state-{name}"),
         CHROMA_HOST="127.0.0.1", CHROMA_PORT=str(port), RAG_COLLECTION=f"chunks_{name}",

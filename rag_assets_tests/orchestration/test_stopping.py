@@ -20,7 +20,8 @@ import pytest
 
 from rag_assets.index.stage_store import INDEXED, StageStore
 from rag_assets.orchestration import stopping
-from rag_assets_tests.conftest import state_env, subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import state_env, subprocess_env
 from rag_assets_tests.support.terminal import Terminal
 
 PER_RUN = 2

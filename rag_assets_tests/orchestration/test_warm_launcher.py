@@ -14,14 +14,14 @@ import sys
 import time
 
 import dagster as dg
+import pytest
 
-from rag_assets_tests.conftest import batching_sqlite_storage, instance_yaml, subprocess_env, write_corpus
 from rag_assets_tests.support.chroma_server import ChromaServer, free_port, requires_chroma
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.dagster_instance import instance_yaml
+from rag_assets_tests.support.environment import subprocess_env
 
-LAUNCHER = """run_launcher:
-  module: rag_assets.orchestration.warm_launcher
-  class: WarmRunLauncher
-"""
+pytestmark = pytest.mark.system
 
 
 def _alive(pid: int) -> bool:
@@ -45,7 +45,7 @@ def test_runs_execute_in_warm_workers_one_run_each_and_none_is_left_behind(tmp_p
         (docs / "pages" / f"page-{i}.md").write_text(f"# Page {i}\n\n## Usage {i}\n\nRun the tool with option {i}.\n")
     home = tmp_path / "home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(instance_yaml(home, batching_sqlite_storage(home), LAUNCHER))
+    (home / "dagster.yaml").write_text(instance_yaml(home))  # the repo's: WarmRunLauncher
     port = free_port()
     chroma = ChromaServer(tmp_path / "chroma-server", port, tmp_path / "chroma.log").start()
     env = subprocess_env(tmp_path, DAGSTER_HOME=str(home), RAG_DOCUMENTS_PER_RUN="2",

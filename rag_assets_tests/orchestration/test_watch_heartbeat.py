@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from rag_assets.config import Settings
 from rag_assets.orchestration.watch_heartbeat import STALE_AFTER_SECONDS, Heartbeat, heartbeat_path, live_watcher
 
@@ -32,6 +34,7 @@ def test_a_running_watcher_is_live_and_its_heartbeat_goes_with_it(tmp_path):
     assert not heartbeat_path(settings).exists()
 
 
+@pytest.mark.system
 def test_a_stale_a_dead_or_another_folders_heartbeat_is_not_live(tmp_path):
     settings = settings_for(tmp_path)
     write_beat(settings, beat=time.time() - STALE_AFTER_SECONDS - 1)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.conftest import SAMPLE_EVAL_SET, write_corpus
+from rag_assets_tests.support.corpus import SAMPLE_EVAL_SET, write_corpus
 from rag_assets_tests.support.dagster_dev import dagster_dev, dagster_dev_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,9 +36,9 @@ EDGES = set(zip(CHAIN, CHAIN[1:])) | {("vector_index", "index_audit"), ("vector_
                                       ("document_catalog", "synthetic_eval_set"),
                                       ("synthetic_eval_set", "retrieval_evaluation")}
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.system, pytest.mark.browser, pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does it)"
-)
+)]
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import numpy as np
 
 from rag_assets.retrieval import bm25
 from rag_assets.retrieval.terms import tokenize
-from rag_assets_tests.conftest import SAMPLE_DOCS
+from rag_assets_tests.support.corpus import SAMPLE_DOCS
 
 EXTRA = ["", "streaming streaming streaming events", "rate limits and HTTP 429 retry-after headers",
          "a chunk about tapirs feeding at dusk by the river"]

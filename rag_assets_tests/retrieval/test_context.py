@@ -14,7 +14,7 @@ from rag_assets.pipeline import RAGPipeline
 from rag_assets.retrieval.context import RetrieveRequest
 from rag_assets.retrieval.retriever import Retriever
 from rag_assets.retrieval.windows import GAP, grow, window_tokens
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.index_builder import build_index
 
 ANIMALS = ["walrus", "heron", "badger", "otter", "lynx", "marmot", "ibex", "puffin", "bison", "gecko",

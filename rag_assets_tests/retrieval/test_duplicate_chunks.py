@@ -10,11 +10,15 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
 from rag_assets.index.chroma_store import ChromaStore
 from rag_assets.pipeline import RAGPipeline
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+
+pytestmark = pytest.mark.system
 
 PARAGRAPH = ("Remember to submit your weekly timesheet before Friday noon so that payroll can process it "
              "in time for the monthly salary run.")

@@ -15,7 +15,8 @@ from rag_assets.errors import InvalidFilterError
 from rag_assets.pipeline import RAGPipeline
 from rag_assets.retrieval.context import RetrieveRequest
 from rag_assets.retrieval.filters import Filters
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.index_builder import build_index
 
 MODES = ("vector", "keyword", "hybrid")
@@ -152,6 +153,7 @@ def _rag(pipeline, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.system
 def test_cli_filters_module_tag_and_where(pipeline):
     proc = _rag(pipeline, QUESTION, "--top-k", "5", "--module", "module-3", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -162,6 +164,7 @@ def test_cli_filters_module_tag_and_where(pipeline):
     assert {r["doc_path"] for r in json.loads(proc.stdout)["results"]} == {"module-1/ch2/sensors.md"}
 
 
+@pytest.mark.system
 def test_cli_unknown_key_or_malformed_where_exits_2_with_one_line(pipeline):
     proc = _rag(pipeline, QUESTION, "--where", "colour=red")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "colour" in proc.stderr

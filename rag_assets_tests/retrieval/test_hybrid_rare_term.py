@@ -23,7 +23,7 @@ from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
 from rag_assets.retrieval.retriever import Retriever
 from rag_assets.index.chroma_store import ChromaStore
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.index_builder import build_index
 
 RARE = "XQ-7734-Z"

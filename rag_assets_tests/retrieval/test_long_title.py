@@ -2,7 +2,7 @@
 
 from rag_assets.config import Settings
 from rag_assets.pipeline import RAGPipeline
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.index_builder import build_index
 
 H1 = ("Operating and maintaining the reactor coolant pumps safely under every plant condition, "

@@ -21,9 +21,11 @@ from rag_assets.ingest.folder_index import embed_chunks
 from rag_assets.ingest.ids import assign_ids, distinct_chunks
 from rag_assets.ingest.markdown import split_markdown
 from rag_assets.ingest.tokens import TokenCounter
-from rag_assets_tests.conftest import write_corpus
 from rag_assets_tests.retrieval.test_reader_follows_index import MODES, Reader, reader_env  # noqa: F401
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.index_builder import build_index
+
+pytestmark = pytest.mark.system
 
 LONG = "manual/zebras.md"
 QUERY = "zebra protocol step stripes enclosure logbook"

@@ -15,8 +15,10 @@ import pytest
 
 from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
-from rag_assets_tests.conftest import SAMPLE_DOCS, write_corpus
+from rag_assets_tests.support.corpus import SAMPLE_DOCS, write_corpus
 from rag_assets_tests.support.index_builder import build_index
+
+pytestmark = pytest.mark.system
 
 NEW_DOC = "parts/valves.md"
 NEW_TEXT = """# Valves

@@ -13,7 +13,7 @@ from rag_assets.retrieval.retriever import Retriever
 from rag_assets.retrieval.snapshot import DEFAULT_HEADING_REPEATS, SearchSnapshot
 from rag_assets.retrieval.snapshot_builds import builds_for, snapshot_root
 from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, tokenize
-from rag_assets_tests.conftest import write_corpus
+from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.index_builder import build_index, build_sample_index
 
 

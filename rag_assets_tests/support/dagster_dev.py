@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.conftest import instance_yaml, subprocess_env
+from rag_assets_tests.support.dagster_instance import instance_yaml
+from rag_assets_tests.support.environment import subprocess_env
 
 REPO = Path(__file__).resolve().parents[2]
 TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
@@ -63,14 +64,11 @@ class Webserver:
 
 
 def dagster_dev_env(tmp_path: Path, **extra: str) -> dict:
-    """The environment of a `dagster dev` whose instance (queue, warm launcher: the repo's settings)
-    and every piece of state are under tmp_path."""
+    """The environment of a `dagster dev` whose instance (the repo's dagster.yaml) and every piece of
+    state are under tmp_path."""
     home = tmp_path / "dagster_home"
     home.mkdir(exist_ok=True)
-    storage = f"  sqlite:\n    base_dir: {tmp_path}/dagster/storage"
-    (home / "dagster.yaml").write_text(instance_yaml(tmp_path, storage, "    dequeue_interval_seconds: 1\n"
-                                                     "run_launcher:\n  module: rag_assets.orchestration.warm_launcher\n"
-                                                     "  class: WarmRunLauncher\n"))
+    (home / "dagster.yaml").write_text(instance_yaml(tmp_path / "dagster"))
     return subprocess_env(tmp_path, DAGSTER_HOME=str(home), DAGSTER_DISABLE_TELEMETRY="1", **extra)
 
 

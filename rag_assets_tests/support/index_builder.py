@@ -36,8 +36,8 @@ def build_index(
 
 
 def sample_env(root: Path) -> dict[str, str]:
-    """RAG_* variables for an index in ``root`` over the conftest sample corpus (written there)."""
-    from rag_assets_tests.conftest import write_corpus
+    """RAG_* variables for an index in ``root`` over the sample corpus (support/corpus.py) (written there)."""
+    from rag_assets_tests.support.corpus import write_corpus
 
     root = Path(root)
     docs = write_corpus(root / "docs")

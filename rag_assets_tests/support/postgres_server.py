@@ -101,4 +101,5 @@ requires_postgres = [
     pytest.mark.skipif(importlib.util.find_spec("psycopg2") is None,
                        reason="psycopg2 not installed (pip install -e '.[dev]' or '.[postgres]')"),
     pytest.mark.skipif(AS_ROOT and RUNUSER is None, reason="running as root and no runuser to run PostgreSQL as nobody"),
+    pytest.mark.postgres,  # after the three skips (test_state_db uses them one by one)
 ]

@@ -21,6 +21,8 @@ from rag_assets.embedding import load_embedder
 from rag_assets.index.chroma_store import ChromaStore
 from rag_assets_tests.support.openai_server import Fault, OpenAIStubServer
 
+pytestmark = pytest.mark.system
+
 TARGET = "guide/evaluation.md"
 LATE = "The zebra crossing protocol was added while the ingest was running."
 

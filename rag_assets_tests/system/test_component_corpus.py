@@ -9,7 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rag_assets_tests.conftest import subprocess_env, write_corpus
+import pytest
+
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.environment import subprocess_env
+
+pytestmark = pytest.mark.system
 
 REPO = Path(__file__).resolve().parents[2]
 DG = str(Path(sys.executable).parent / "dg")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.system
+
 ROOT = Path(__file__).resolve().parents[2]
 PROCESS_TIMEOUT = 120  # seconds; the whole test takes ~60 s on 2 idle cores
 

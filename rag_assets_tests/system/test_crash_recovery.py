@@ -32,6 +32,8 @@ from rag_assets.ingest.ids import assign_ids
 from rag_assets.ingest.markdown import split_markdown
 from rag_assets.index.stage_store import INDEXED, StageStore
 
+pytestmark = pytest.mark.system
+
 WORDS = (
     "token budget retrieval chunk heading section embedding vector cosine index partition asset "
     "catalog sensor schedule backfill cache model batch query answer latency recall precision ranking"

@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.system
+
 QUESTION = "What HTTP status comes back when I exceed the requests per minute?"
 BIG = "# Big page\n\n" + "\n\n".join(
     f"## Part {i}\n\n" + " ".join(f"word{i}x{j} lorem ipsum dolor" for j in range(40)) for i in range(300))

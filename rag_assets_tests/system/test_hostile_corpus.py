@@ -21,7 +21,7 @@ from rag_assets.embedding import load_embedder
 from rag_assets.errors import DocumentError
 from rag_assets.ingest.frontmatter import decode, read_document
 from rag_assets.index.chroma_store import ChromaStore
-from rag_assets_tests.conftest import SAMPLE_DOCS
+from rag_assets_tests.support.corpus import SAMPLE_DOCS
 from rag_assets_tests.support.hostile_corpus import EMPTY, GOOD, build_hostile_corpus, unlock
 
 
@@ -52,6 +52,7 @@ def env(rag_env, dagster_home):
     unlock(rag_env / "docs")
 
 
+@pytest.mark.system
 def test_hostile_corpus_good_indexed_bad_reported_nothing_lost(env):
     docs = env / "docs"
     first = ingest()
@@ -129,6 +130,7 @@ def test_huge_file_is_indexed_when_the_limit_allows_it_in_bounded_memory(env, mo
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0  # (sanity: rusage available)
 
 
+@pytest.mark.system
 def test_file_deleted_between_discovery_and_parsing(env):
     """The file is removed right after the catalog run discovered it: the run neither crashes nor
     reports a failure for a file that no longer exists; the other documents are indexed, and the
@@ -156,6 +158,7 @@ def test_file_deleted_between_discovery_and_parsing(env):
     assert follow["documents_deleted"] == 1 and follow["errors"] == []
 
 
+@pytest.mark.system
 def test_read_document_failures_name_the_file(tmp_path, monkeypatch):
     """The in-process side of the cases a CLI run cannot stage reliably."""
     docs = tmp_path / "docs"

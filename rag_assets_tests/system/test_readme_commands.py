@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_assets_tests.conftest import state_env, subprocess_env
+from rag_assets_tests.support.environment import state_env, subprocess_env
 from rag_assets_tests.support.openai_server import OpenAIStubServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -107,6 +107,7 @@ FROM_CODE = ("from rag_assets import RAGPipeline\n"
              "two litres of oil.\\n'}])\nassert r.documents_processed == 1, r\n")
 
 
+@pytest.mark.system
 def test_every_readme_command_runs_as_written(scratch):
     checkout = scratch
     commands = readme_commands(documentation())

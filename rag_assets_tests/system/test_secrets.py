@@ -18,6 +18,8 @@ import pytest
 
 from rag_assets_tests.support.openai_server import Fault, OpenAIStubServer
 
+pytestmark = pytest.mark.system
+
 SECRET = f"sk-test-SECRET-{secrets.token_hex(16)}"
 TAIL = SECRET[len("sk-test-"):]  # a partial leak (prefix cut off) still counts
 

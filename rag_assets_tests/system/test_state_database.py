@@ -59,6 +59,7 @@ def read_only_mount(source: Path, target: Path):
         subprocess.run(["umount", "--lazy", str(target)], check=True)
 
 
+@pytest.mark.system
 def test_a_query_reads_a_state_folder_it_cannot_write_and_an_ingest_says_why_it_cannot(indexed):
     checkpoint(indexed / "state")  # the hardest case: no -shm file, and SQLite may not create one
     with read_only_mount(indexed / "state", indexed / "state_ro") as state_ro:
@@ -71,6 +72,7 @@ def test_a_query_reads_a_state_folder_it_cannot_write_and_an_ingest_says_why_it_
         assert str(state_ro) in failed.stderr and "unexpected" not in failed.stderr
 
 
+@pytest.mark.system
 def test_a_reader_on_a_read_only_mount_builds_a_missing_search_snapshot_for_itself(rag_env, dagster_home):
     build_index(rag_env / "docs", Settings.from_env(), snapshot=False)  # an index an earlier version wrote
     checkpoint(rag_env / "state")
@@ -100,6 +102,7 @@ def test_opening_the_state_database_never_writes(indexed):
     db.dispose()
 
 
+@pytest.mark.system
 def test_a_damaged_state_database_is_named_with_its_fix_and_the_fix_works(indexed):
     state = indexed / "state"
     checkpoint(state)

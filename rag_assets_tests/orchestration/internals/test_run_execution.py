@@ -28,6 +28,7 @@ def planned_run(tmp_path):
         yield instance, run.run_id, dg.serialize_value(instance.get_ref())
 
 
+@pytest.mark.system
 def test_execute_run_here_runs_a_planned_run_to_success(planned_run):
     instance, run_id, ref = planned_run
     with assumption("run_execution.execute_run_here"):
