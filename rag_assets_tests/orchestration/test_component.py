@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_assets.corpus import Corpus
+from rag_assets.errors import ConfigurationError
 import dagster as dg
 from rag_assets.orchestration.component import MarkdownCorpus
 from rag_assets_tests.support.corpus import write_corpus

@@ -1,4 +1,4 @@
-"""A served sample index for the serving tests: the conftest sample corpus indexed once per module
+"""A served sample index for the serving tests: the sample corpus (support.corpus) indexed once per module
 as the default corpus, plus a second corpus (its rate-limits page only) for searches over several."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ SECOND = "limits"
 
 def sample_corpora(root: Path) -> tuple[dict[str, str], list[tuple[Corpus, Settings]]]:
     """(the default corpus's env vars, [(default, its settings), (limits, its settings)]), both indexed."""
-    from rag_assets_tests.conftest import SAMPLE_DOCS, write_corpus
+    from rag_assets_tests.support.corpus import SAMPLE_DOCS, write_corpus
 
     env, settings = build_sample_index(root / "default")
     env = {**env, "RAG_CORPORA_DIR": str(root / "corpora")}

@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from rag_assets.serving import server_file
-from rag_assets_tests.conftest import subprocess_env
+from rag_assets_tests.support.environment import subprocess_env
 from rag_assets_tests.support.serving import SECOND, chat_stub, sample_corpora
 
 pytestmark = pytest.mark.system
