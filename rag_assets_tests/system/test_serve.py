@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -53,9 +53,10 @@ def env(tmp_path_factory, chat):
 def _wait_listening(proc: subprocess.Popen, timeout: float = 180.0) -> str:
     deadline = time.monotonic() + timeout
     seen = ""
+    watch = selectors.DefaultSelector()  # epoll: select() refuses a descriptor over 1023 in a busy test worker
+    watch.register(proc.stderr, selectors.EVENT_READ)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stderr], [], [], 1.0)
-        if ready:
+        if watch.select(1.0):
             line = proc.stderr.readline()
             seen += line
             found = re.search(r"listening on (http://\S+)", line)
