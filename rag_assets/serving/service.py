@@ -176,10 +176,12 @@ class IndexService:
     def corpora(self) -> list[dict[str, Any]]:
         rows = []
         for name, served in self._served.items():
+            generation = current_generation(served.settings)
             rows.append({"name": name, "default": name == self.default_corpus,
                          "docs_dir": str(served.settings.docs_dir), "collection": served.settings.collection,
-                         "generation": current_generation(served.settings),
-                         "pages": len(self.catalog(name).pages()) if served.pipeline is not None else None,
+                         "generation": generation,
+                         # counted from the search snapshot whether or not a search has opened the corpus yet
+                         "pages": len(self.catalog(name).pages()) if generation != EMPTY else 0,
                          "model": served.settings.model_name})
         return rows
 

@@ -145,6 +145,12 @@ def test_corpora_and_health(client):
     assert client.get("/health").json()["corpora"] == ["default", SECOND]
 
 
+def test_corpora_counts_pages_before_any_search(corpora, chat):
+    """A server just started lists its corpora's pages (it once said None until a search opened one)."""
+    fresh = IndexService(with_chat(corpora, chat))
+    assert [(c["name"], c["pages"]) for c in fresh.corpora()] == [("default", 3), (SECOND, 1)]
+
+
 def test_the_token_guards_everything_but_health(service):
     with TestClient(create_app(service, token="s3cret"), base_url=URL) as c:
         assert c.get("/health").status_code == 200
