@@ -236,8 +236,6 @@ class SnapshotView:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if mask is not None:  # the selected rows' vectors only
             rows = np.flatnonzero(mask)
-            if not len(rows):
-                return rows.astype(np.int64), np.zeros(0, dtype=np.float32)
             sims = self.vectors(rows) @ q
         else:  # every vector, segment by segment as stored (the dead rows' cosines are dropped after)
             rows = np.arange(len(self))
@@ -263,7 +261,7 @@ class SnapshotView:
 
     def cosines(self, query_vector: np.ndarray, rows: Sequence[int]) -> np.ndarray:
         """Dense cosine of the query with the given rows' stored vectors (float32, in order)."""
-        if not len(rows) or not self.dimension:  # nothing asked, or nothing indexed yet (no dimension)
+        if not self.dimension:  # nothing indexed yet: no vector table to multiply
             return np.zeros(len(rows), dtype=np.float32)
         return self.vectors(rows) @ np.asarray(query_vector, dtype=np.float32)
 
