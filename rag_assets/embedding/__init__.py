@@ -41,9 +41,8 @@ def embedder_key(settings: Settings) -> tuple:
     return tuple((f, getattr(settings, f)) for f in EMBEDDER_FIELDS)
 
 
-def load_embedder(settings: Settings | None = None) -> Embedder:
+def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for (RAG_EMBEDDER, RAG_EMBEDDING_MODEL, ...); loads no model yet."""
-    settings = settings if settings is not None else Settings.from_env()
     if settings.embedder == OPENAI_EMBEDDER:
         return OpenAIEmbedder.from_settings(settings)
     if settings.embedder == LOCAL_EMBEDDER:
