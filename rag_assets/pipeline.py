@@ -88,8 +88,8 @@ class RAGPipeline:
             from rag_assets.corpus import find_corpus
             from rag_assets.orchestration.component import known_corpora
 
-            base = settings or Settings.from_env()
-            settings = find_corpus(corpus, base, known_corpora(base.corpora_dir)).settings()
+            base = settings or Settings.from_env()  # the Python API's documented default: the environment, once
+            settings = find_corpus(corpus, base, known_corpora(base)).settings()
         settings = settings or Settings.from_env()
         return cls(Retriever.from_settings(settings, embedder=embedder), settings)
 

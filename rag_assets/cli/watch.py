@@ -41,7 +41,7 @@ def run(args) -> int:
     instance = get_instance()
     say(f"rag watch: following {settings.docs_dir} (corpus {args.corpus.name}); runs go to {submitter.url}; "
         "Ctrl-C stops")
-    DocsWatcher(corpus_definitions(args.corpus.name), instance, submitter,
+    DocsWatcher(corpus_definitions(args.corpus), instance, submitter,
                 say=say).follow(stop_event=stop)
     say("rag watch: stopped; docs_sensor follows the folder again")
     return 0

@@ -40,9 +40,11 @@ def _folder(settings: Settings) -> Path:
 
 
 def _same_target(settings: Settings) -> None:
-    """The runs read the environment's configuration (as `rag ingest` does): a pipeline built for
-    another index must not write this one."""
-    env = Settings.from_env()
+    """The runs are the code location's default corpus's (its settings: the environment's, read once
+    when it loaded, as `rag ingest`'s): a pipeline built for another index must not write this one."""
+    from rag_assets.orchestration.definitions import DEFAULT
+
+    env = DEFAULT.corpus.settings()
     for name in ("docs_dir", "chroma_path", "state_dir", "collection", "chroma_host"):
         if str(getattr(settings, name)) != str(getattr(env, name)):
             raise ConfigurationError(

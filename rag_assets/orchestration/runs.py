@@ -46,6 +46,7 @@ from typing import Iterator, Sequence
 import dagster as dg
 from filelock import FileLock, Timeout
 
+from rag_assets.corpus import Corpus
 from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableError
 
 from rag_assets.ingest.catalog import catalog_run_needed, content_changed, only_added, touched_documents, vanished_documents
@@ -112,18 +113,18 @@ def _lock_timeout() -> float:
         raise ConfigurationError(f"{INGEST_LOCK_TIMEOUT_VAR} must be a number of seconds, got {raw!r}") from None
 
 
-def corpus_definitions(name: str | None = None) -> CorpusDefinitions:
-    """A corpus's Dagster objects by name (None: the default corpus)."""
-    from rag_assets.corpus import find_corpus
-
-    from .component import known_corpora
-
-    if name is None:
+def corpus_definitions(corpus: Corpus | None = None) -> CorpusDefinitions:
+    """A corpus's Dagster objects for the settings it carries (the CLI's: its flags over the
+    environment; None: the default corpus as the code location has it). The code location's own
+    objects when it loaded this corpus over the same settings; else built for them (a corpus
+    registered after this process loaded the code location, or `--docs-dir` / `--collection` for
+    the default corpus): the runs the CLI starts in this process then work on what it was told."""
+    if corpus is None:
         return DEFAULT
-    if name not in CORPORA:  # registered after this process loaded the definitions
-        base = DEFAULT.corpus.settings()
-        CORPORA[name] = build_corpus_definitions(find_corpus(name, base, known_corpora(base.corpora_dir)))
-    return CORPORA[name]
+    loaded = CORPORA.get(corpus.name)
+    if loaded is not None and loaded.corpus == corpus and loaded.corpus.base_settings() == corpus.base_settings():
+        return loaded
+    return build_corpus_definitions(corpus)
 
 
 @functools.lru_cache(maxsize=None)
