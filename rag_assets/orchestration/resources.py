@@ -7,10 +7,10 @@ from the environment by the embedder, so they never show in run config or the UI
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 import dagster as dg
 from filelock import FileLock
@@ -95,6 +95,20 @@ class VectorStoreResource(dg.ConfigurableResource):
         lock = store_writer_lock(self.settings(base))
         with lock if lock is not None else nullcontext():
             yield self.open(embedder, base)
+
+
+@dataclass(frozen=True)
+class IndexResources:
+    """The configured embedder and vector store a corpus's runs use, as the staleness rule asks them
+    (fingerprints.stale_now): a sensor or schedule tick gets them from Dagster, the CLI from the
+    definitions its runs execute (rag_assets.orchestration.definitions.RESOURCES)."""
+
+    embedder: EmbedderResource
+    vector_store: VectorStoreResource
+
+    @classmethod
+    def of(cls, resources: Mapping[str, Any]) -> "IndexResources":
+        return cls(resources["embedder"], resources["vector_store"])
 
 
 def project_resources() -> dict[str, dg.ConfigurableResource]:

@@ -59,7 +59,7 @@ from rag_assets.index.stage_store import INDEXED, StageStore
 from rag_assets.retrieval.snapshot_writer import ensure_snapshot
 
 from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
-from rag_assets.orchestration.definitions import CORPORA, DEFAULT, project_definitions
+from rag_assets.orchestration.definitions import CORPORA, DEFAULT, RESOURCES, project_definitions
 from . import stopping
 from .corpus_stores import move_to_own_store
 from .evaluation import SYNTHETIC_PREFIX
@@ -71,7 +71,7 @@ from .interrupt_logging import cancel_if_stopped, interrupt_logging_config
 from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
-from .resources import store_writer_lock
+from .resources import IndexResources, store_writer_lock
 from .sensors import CORPUS_TAG
 
 # every in-process run of an ingest carries a tag of its own: a run that a Ctrl-C caught while
@@ -111,6 +111,11 @@ def _lock_timeout() -> float:
         return float(raw)
     except ValueError:
         raise ConfigurationError(f"{INGEST_LOCK_TIMEOUT_VAR} must be a number of seconds, got {raw!r}") from None
+
+
+def index_resources() -> IndexResources:
+    """The configured embedder and vector store the CLI's runs execute with (the code location's)."""
+    return IndexResources.of(RESOURCES)
 
 
 def corpus_definitions(corpus: Corpus | None = None) -> CorpusDefinitions:
@@ -258,7 +263,7 @@ def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], 
                      corpus: CorpusDefinitions = DEFAULT) -> list[DocumentRef]:
     """The stale documents (ingestion.stale_documents, the one rule), plus any whose partition
     Dagster has not seen materialized (e.g. a wiped Dagster storage): everything else is done."""
-    stale = stale_now(refs, stages, corpus.corpus.settings())
+    stale = stale_now(refs, stages, corpus.corpus.settings(), index_resources())
     materialized = _materialized(instance, corpus.ingestion.vector_index.key, [r.partition_key for r in refs])
     return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
 

@@ -98,6 +98,18 @@ def test_range_run_indexes_all_and_checks_pass_then_rerun_is_a_no_op(instance):
     again = _materialize_all(instance)
     embed_meta = _metadata(again, PER_DOCUMENT_ASSETS[3])  # chunk_embeddings
     assert embed_meta["embeddings_computed"] == 0 and embed_meta["documents_unchanged"] == 3
+    # the staleness rule asks the resources as configured: none is stale for the ones the runs used,
+    # every document for a store configured elsewhere (its collection holds none of them)
+    from rag_assets.ingest.discovery import discover_for
+    from rag_assets.orchestration.fingerprints import stale_now
+    from rag_assets.orchestration.resources import IndexResources
+
+    settings = Settings.from_env()
+    stages = StageStore.for_settings(settings)
+    refs = discover_for(settings, known=stages.read_catalog()).documents
+    assert stale_now(refs, stages, settings, IndexResources.of(RESOURCES)) == {}
+    elsewhere = IndexResources(EmbedderResource(), VectorStoreResource(collection="elsewhere_chunks"))
+    assert set(stale_now(refs, stages, settings, elsewhere)) == {r.doc_path for r in refs}
     assert _store().count() == count
 
 
