@@ -203,6 +203,21 @@ class Settings:
         settings = cls(**values)
         return settings.resolved().validated()
 
+    def with_variables(self, variables: Mapping[str, str]) -> "Settings":
+        """These settings with configuration variables over them, named and spelled as in the
+        environment ({"RAG_DOCS_DIR": "/docs"}; empty values left out): a run's resource config
+        (rag_assets.orchestration.resources.RunSettingsResource). Reads no environment."""
+        by_var = {var: name for name, var in ENV_VARS.items()}
+        unknown = sorted(set(variables) - set(by_var))
+        if unknown:
+            raise ConfigurationError(f"unknown setting(s) {', '.join(unknown)} (docs/configuration.md lists them)")
+        chosen = {by_var[v]: _coerce(by_var[v], v, raw) for v, raw in variables.items() if raw not in (None, "")}
+        return replace(self, **chosen).resolved().validated() if chosen else self
+
+    def variables(self, names: tuple[str, ...]) -> dict[str, str]:
+        """These fields as configuration variables (with_variables' input); str, Path and number fields."""
+        return {ENV_VARS[name]: str(getattr(self, name)) for name in names}
+
     def resolved(self) -> "Settings":
         cwd = Path.cwd()
         paths = {

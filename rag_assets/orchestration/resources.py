@@ -16,6 +16,7 @@ import dagster as dg
 from filelock import FileLock
 
 from rag_assets.config import Settings
+from rag_assets.corpus import Corpus
 from rag_assets.embedding import Embedder, shared_embedder
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
@@ -41,6 +42,22 @@ def store_writer_lock(settings: Settings) -> FileLock | None:
     folder = Path(settings.chroma_path)
     folder.mkdir(parents=True, exist_ok=True)
     return FileLock(str(folder / STORE_WRITER_LOCK_NAME), is_singleton=True, thread_local=False)
+
+
+class RunSettingsResource(dg.ConfigurableResource):
+    """A run's settings over its corpus's: configuration variables by name, as the environment spells
+    them ({"RAG_DOCS_DIR": "/abs/docs", "RAG_COLLECTION": "x"}; docs/configuration.md). Empty: the
+    corpus's settings as its code location resolved them. The CLI passes its flags (--docs-dir,
+    --collection, --languages, --include, --exclude) to the runs it launches in other processes this
+    way (`rag ingest --workers N`); the launchpad can do the same. A named corpus's own fields (its
+    folder, collection, store, state) stay its own."""
+
+    variables: dict[str, str] = {}
+
+    def settings_for(self, corpus: Corpus) -> Settings:
+        if not self.variables:
+            return corpus.settings()
+        return corpus.over(corpus.base_settings().with_variables(self.variables)).settings()
 
 
 class EmbedderResource(dg.ConfigurableResource):
@@ -113,4 +130,4 @@ class IndexResources:
 
 def project_resources() -> dict[str, dg.ConfigurableResource]:
     """The resources every corpus's assets use, under the keys they ask for."""
-    return {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+    return {"embedder": EmbedderResource(), "vector_store": VectorStoreResource(), "run_settings": RunSettingsResource()}

@@ -688,8 +688,20 @@ def _run_workers(
         _count_run(summary, launched.run_id, _instance_metadata(instance, launched.run_id),
                    launched.status == dg.DagsterRunStatus.SUCCESS, error)
 
-    launch_document_runs(instance, plans, workers, process_tags(), run_config=_console_logging(), on_done=finished,
+    launch_document_runs(instance, plans, workers, process_tags(), run_config=_launch_config(corpus), on_done=finished,
                          job_name=corpus.ingest_job.name)
+
+
+# the settings the CLI's flags may set (--docs-dir, --collection, --languages, --include, --exclude)
+LAUNCHED_SETTINGS = ("docs_dir", "collection", "languages", "include", "exclude")
+
+
+def _launch_config(corpus: CorpusDefinitions) -> dict:
+    """The run config of the runs launched in other processes (whose code location reads its own
+    environment): the corpus's settings as this process resolved them, through the run_settings
+    resource (resources.RunSettingsResource), so they index what this ingest was told to."""
+    variables = corpus.corpus.base_settings().variables(LAUNCHED_SETTINGS)
+    return {**_console_logging(), "resources": {"run_settings": {"config": {"variables": variables}}}}
 
 
 def _instance_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict]:

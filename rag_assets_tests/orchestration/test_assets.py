@@ -10,12 +10,12 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 from rag_assets.config import Settings
 from rag_assets.orchestration.definitions import defs
 from rag_assets.orchestration.definitions import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, index_audit, vector_index
-from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
+from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource, project_resources
 from rag_assets.embedding import load_embedder
 from rag_assets.index.stage_store import StageStore
 from rag_assets.index.chroma_store import ChromaStore
 
-RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+RESOURCES = project_resources()
 
 
 @pytest.fixture
@@ -65,6 +65,16 @@ def test_catalog_registers_every_document_as_a_partition(instance):
     assert keys == {"guide/evaluation.md", "guide/streaming.md", "rate-limits.md"}
     meta = _metadata(result, document_catalog)
     assert meta["documents"] == 3 and meta["partitions_added"] == 3
+
+
+def test_a_runs_settings_come_from_its_run_settings_config(instance, rag_env, tmp_path):
+    """What the CLI's launched runs (and the launchpad) do: variables over the corpus's settings."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "only.md").write_text("---\ntitle: Only\n---\n# Only\n\nThe one page of another folder.\n")
+    config = {"resources": {"run_settings": {"config": {"variables": {"RAG_DOCS_DIR": str(other)}}}}}
+    assert dg.materialize([document_catalog], instance=instance, resources=RESOURCES, run_config=config).success
+    assert instance.get_dynamic_partitions(documents_partitions.name) == ["only.md"]
 
 
 def test_one_partition_materializes_one_document_through_every_stage(instance):
