@@ -103,16 +103,6 @@ def get_instance() -> dg.DagsterInstance:
         return without_compute_log_capture(dg.DagsterInstance.get())
 
 
-def _lock_timeout() -> float:
-    raw = os.environ.get(INGEST_LOCK_TIMEOUT_VAR, "").strip()
-    if not raw:
-        return -1
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigurationError(f"{INGEST_LOCK_TIMEOUT_VAR} must be a number of seconds, got {raw!r}") from None
-
-
 def index_resources() -> IndexResources:
     """The configured embedder and vector store the CLI's runs execute with (the code location's)."""
     return IndexResources.of(RESOURCES)
@@ -139,20 +129,21 @@ def _asset_job(corpus: CorpusDefinitions) -> dg.JobDefinition:
 
 
 @contextmanager
-def ingest_lock(state_dir: Path):
-    """Hold the state folder's ingest lock; yields the seconds spent waiting for it.
+def ingest_lock(state_dir: Path, timeout: float = -1):
+    """Hold the state folder's ingest lock (waiting at most `timeout` seconds, negative: as long as
+    it takes; Settings.ingest_lock_timeout); yields the seconds spent waiting for it.
 
     A second ingest waits (saying so on stderr) rather than failing: when it gets the lock, the
     documents the first one indexed are current and it has nothing left to do."""
-    with _holding(ingest_lock_file(state_dir), "another ingest is running") as waited:
+    with _holding(ingest_lock_file(state_dir), "another ingest is running", timeout) as waited:
         yield waited
 
 
 @contextmanager
-def _holding(lock: FileLock, who: str):
+def _holding(lock: FileLock, who: str, timeout: float):
     """Hold `lock`; when another process has it, say so on stderr (`who` holds it) and wait, for at
-    most RAG_INGEST_LOCK_TIMEOUT seconds. Yields the seconds spent waiting."""
-    timeout = _lock_timeout()
+    most `timeout` seconds (RAG_INGEST_LOCK_TIMEOUT; negative: as long as it takes). Yields the
+    seconds spent waiting."""
     waited = 0.0  # taken at once: no wait (an ingest given a FolderLook relies on it)
     try:
         lock.acquire(timeout=0)
@@ -198,7 +189,7 @@ def _execute(
     the run (outside its interrupt handling) raises KeyboardInterrupt here: a run it left unfinished
     is marked canceled."""
     launch = uuid.uuid4().hex
-    config = {**(run_config or {}), **_console_logging()}
+    config = {**(run_config or {}), **_console_logging(corpus)}
     config["loggers"] = {**config["loggers"], **interrupt_logging_config()}
     # under a stop watch (stopping.py), which records every signal, Dagster's interrupt capture is
     # held around the whole run: a signal during its creation is raised by its first step
@@ -313,7 +304,7 @@ def ingest(
     summary = IngestSummary()
     with stopping.stop_on_signals() as watch:
         try:
-            with ingest_lock(settings.state_dir) as waited:
+            with ingest_lock(settings.state_dir, settings.ingest_lock_timeout) as waited:
                 summary.lock_wait_seconds = round(waited, 3)
                 _ingest_corpus(summary, only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look,
                                watch, removing)
@@ -342,7 +333,8 @@ def _ingest_corpus(summary: IngestSummary, only_doc_paths, allow_mass_delete: bo
             _say_moved(moved)
             settings = corpus.corpus.settings()  # its own store from now on
         writer = store_writer_lock(settings) if workers == 1 else None
-        with _holding(writer, "another process is writing the vector store") if writer else nullcontext():
+        with (_holding(writer, "another process is writing the vector store", settings.ingest_lock_timeout)
+              if writer else nullcontext()):
             # the store is this process's alone from here: its collection loads while the runs start
             opening = open_in_background(settings) if writer is not None else None
             try:
@@ -701,7 +693,7 @@ def _launch_config(corpus: CorpusDefinitions) -> dict:
     environment): the corpus's settings as this process resolved them, through the run_settings
     resource (resources.RunSettingsResource), so they index what this ingest was told to."""
     variables = corpus.corpus.base_settings().variables(LAUNCHED_SETTINGS)
-    return {**_console_logging(), "resources": {"run_settings": {"config": {"variables": variables}}}}
+    return {**_console_logging(corpus), "resources": {"run_settings": {"config": {"variables": variables}}}}
 
 
 def _instance_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict]:
@@ -754,7 +746,7 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None,
     run = _asset_job(corpus).execute_in_process(
         instance=instance,
         asset_selection=selection,
-        run_config={"ops": {evaluation.retrieval_evaluation.op.name: {"config": config}}, **_console_logging()},
+        run_config={"ops": {evaluation.retrieval_evaluation.op.name: {"config": config}}, **_console_logging(corpus)},
         raise_on_error=False,
     )
     meta = _materialization_metadata(run).get(evaluation.retrieval_evaluation.key.to_user_string(), {})
@@ -802,8 +794,9 @@ def _subclasses(cls: type) -> set[str]:
 _OWN_ERRORS = _subclasses(RagError)
 
 
-def _console_logging() -> dict:
+def _console_logging(corpus: CorpusDefinitions) -> dict:
     """Run config for Dagster's console log level in the CLI's own runs: the CLI reports failures
-    itself (one line each), so by default Dagster prints nothing; RAG_LOG_LEVEL=INFO shows the run
-    logs as they go."""
-    return {"loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "CRITICAL")}}}}
+    itself (one line each), so by default Dagster prints nothing; RAG_LOG_LEVEL=INFO (the corpus's
+    settings' log_level) shows the run logs as they go."""
+    level = corpus.corpus.base_settings().log_level.strip().upper() or "CRITICAL"
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
