@@ -63,7 +63,8 @@ from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_que
 log = logging.getLogger(__name__)
 
 PIPELINE_TYPE = "rag_assets.retrieval.retriever"
-# retrievals run here so a caller can stop waiting (RAG_RETRIEVE_TIMEOUT_SECONDS); a few at once
+# retrievals run here so a caller can stop waiting (RAG_RETRIEVE_TIMEOUT_SECONDS); a few at once; one
+# pool for the process on purpose (threads are the process's, whatever pipelines it holds)
 _RETRIEVAL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-retrieve")
 GATE_HEAD = 5  # the avg_relevance gate reads this many of the ranking's first candidates
 RANKING_FLOOR = 20  # every max_chunks up to this reads the same ranking (its first max_chunks)

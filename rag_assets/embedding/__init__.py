@@ -58,7 +58,8 @@ def load_embedder(settings: Settings) -> Embedder:
     raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")
 
 
-# every shared embedder something still holds (a pipeline, a run), and the last _KEPT asked for even when
+# A process-wide model cache on purpose (a loaded model is the process's most expensive object, and
+# the runs, pipelines and sensors of one process share it): every shared embedder something still holds (a pipeline, a run), and the last _KEPT asked for even when
 # nothing does: one model per configuration while it is used, without one kept alive per folder forever
 # (cache_dir is part of the key: a process that opens many folders, e.g. a test worker, grew to 3.9 GB)
 _SHARED: "weakref.WeakValueDictionary[tuple, Embedder]" = weakref.WeakValueDictionary()
