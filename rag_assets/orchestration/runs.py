@@ -428,7 +428,6 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
                    watch: stopping.StopWatch | None = None, removing: Sequence[str] = ()) -> IngestSummary:
     """The ingest, its locks held; fills `summary` as it goes (what a stop leaves of it is true)."""
     settings = corpus.corpus.settings()
-    document_catalog = corpus.ingestion.document_catalog
     instance = get_instance()
     if watch is not None:
         watch.instance = instance  # an interrupted run is marked canceling there (interrupt_logging)
@@ -451,16 +450,7 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     # Dagster's partitions are still the stored catalog's, and only what the folder changed can be stale
     trusted = look is not None and look.base_current and look.runs == runs_at_start
     if only_doc_paths is not None:
-        # no stored catalog yet: a folder never catalogued is empty to begin with
-        base = stored if stored is not None else Catalog(docs_dir=seen.docs_dir, documents=[])
-        added = only_added(base, seen, set(only_doc_paths))
-        if added:  # new files of these paths are all that changed: registered here, no catalog run
-            instance.add_dynamic_partitions(corpus.ingestion.partitions.name, [d.partition_key for d in added])
-            if stored is None:
-                stages.write_catalog(replace(base, documents=added))
-            else:
-                stages.add_to_catalog(added)
-            stored = replace(base, documents=[*base.documents, *added])
+        stored = _register_added(instance, corpus, stages, stored, seen, only_doc_paths)
     if removing and not allow_mass_delete:
         # documents deleted on purpose are not a folder emptied by accident: when they are all the
         # indexed documents that vanished, the guard lets them go (anything else indexed that vanished
@@ -471,32 +461,10 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     ran_catalog = catalog_run_needed(stored, seen) or not trusted and set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
     if ran_catalog:
-        config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
-        catalog_run = _execute(instance, corpus, [document_catalog], run_config=config)
-        summary.run_ids.append(catalog_run.run_id)
-        if _was_stopped(instance, catalog_run):
-            summary.documents_discovered = len(seen.documents) + len(seen.errors)
-            summary.interrupted = _signal_name(watch)
+        seen = _run_catalog(instance, corpus, summary, stages, seen, allow_mass_delete, watch)
+        if seen is None:  # stopped
             return summary
-        if not catalog_run.success:
-            raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
-        catalog_meta = _materialization_metadata(catalog_run).get(document_catalog.key.to_user_string(), {})
-        summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
-        summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
-        summary.removal_refused = str(catalog_meta.get("removal_refused") or "")
-        if not summary.removal_refused:
-            seen = stages.read_catalog()
-        # refused: the stored catalog still lists the vanished documents; the folder as just seen
-        # is what the runs below index
-    if not partial:
-        # what this look left out of scope, for the summary and `rag corpora` (a moved-only look left
-        # out nothing new: noop_check hands the whole look over when a moved page's facts moved)
-        summary.left_out, summary.default_language = dict(left_out_counts(look_scope.left_out)), look_scope.default_language
-        stages.write_scope(look_scope)
-    else:
-        recorded = stages.read_scope() or {}
-        summary.left_out = dict(recorded.get("left_out") or {})
-        summary.default_language = str(recorded.get("default_language") or "")
+    _record_scope(summary, stages, look_scope, partial)
     catalog = seen
     refs = catalog.documents
     if only_doc_paths is not None:
@@ -532,6 +500,68 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     if only_doc_paths is None:
         _remember_if_current(instance, settings, stages, corpus, catalog, todo, failed, pending, vanished, summary,
                              runs_at_start, look, partial)
+    _count_documents(summary, stages, todo, failed, pending, vanished, before, len(refused),
+                     documents if only_doc_paths is None else len(refs))
+    return summary
+
+
+def _register_added(instance, corpus: CorpusDefinitions, stages: StageStore, stored: Catalog | None, seen: Catalog,
+                    only_doc_paths: Sequence[str]) -> Catalog | None:
+    """New files of these paths, when they are all that changed: registered here (partitions and
+    catalog), no catalog run. The stored catalog with them."""
+    # no stored catalog yet: a folder never catalogued is empty to begin with
+    base = stored if stored is not None else Catalog(docs_dir=seen.docs_dir, documents=[])
+    added = only_added(base, seen, set(only_doc_paths))
+    if not added:
+        return stored
+    instance.add_dynamic_partitions(corpus.ingestion.partitions.name, [d.partition_key for d in added])
+    if stored is None:
+        stages.write_catalog(replace(base, documents=added))
+    else:
+        stages.add_to_catalog(added)
+    return replace(base, documents=[*base.documents, *added])
+
+
+def _run_catalog(instance, corpus: CorpusDefinitions, summary: IngestSummary, stages: StageStore, seen: Catalog,
+                 allow_mass_delete: bool, watch: stopping.StopWatch | None) -> Catalog | None:
+    """The document_catalog run; the catalog the document runs then index (None: it was stopped,
+    `summary` says so). Raises CatalogRunFailed when it failed."""
+    document_catalog = corpus.ingestion.document_catalog
+    config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
+    catalog_run = _execute(instance, corpus, [document_catalog], run_config=config)
+    summary.run_ids.append(catalog_run.run_id)
+    if _was_stopped(instance, catalog_run):
+        summary.documents_discovered = len(seen.documents) + len(seen.errors)
+        summary.interrupted = _signal_name(watch)
+        return None
+    if not catalog_run.success:
+        raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
+    catalog_meta = _materialization_metadata(catalog_run).get(document_catalog.key.to_user_string(), {})
+    summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
+    summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
+    summary.removal_refused = str(catalog_meta.get("removal_refused") or "")
+    # refused: the stored catalog still lists the vanished documents; the folder as just seen is
+    # what the runs index
+    return seen if summary.removal_refused else stages.read_catalog()
+
+
+def _record_scope(summary: IngestSummary, stages: StageStore, look_scope: Catalog, partial: bool) -> None:
+    """What this look left out of scope, for the summary and `rag corpora` (a moved-only look left
+    out nothing new: noop_check hands the whole look over when a moved page's facts moved)."""
+    if not partial:
+        summary.left_out, summary.default_language = dict(left_out_counts(look_scope.left_out)), look_scope.default_language
+        stages.write_scope(look_scope)
+    else:
+        recorded = stages.read_scope() or {}
+        summary.left_out = dict(recorded.get("left_out") or {})
+        summary.default_language = str(recorded.get("default_language") or "")
+
+
+def _count_documents(summary: IngestSummary, stages: StageStore, todo, failed, pending, vanished: int,
+                     before: dict[str, str], refused: int, asked: int) -> None:
+    """Every document asked for (`asked`) counted once in `summary`: unchanged (no work), processed
+    (current now), failed (`refused` by discovery, its run failed, or changed meanwhile), or not
+    started (a stopped ingest); the failures named."""
     failures = stages.failures([r.doc_path for r in failed]) if failed else {}
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     # stopped: what is not indexed and has no failure of its own was not started (or its run was
@@ -542,13 +572,10 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
         "file changed while being ingested; the next run indexes the new version"
         if r.content_hash != before[r.doc_path] else
         "not indexed: its run failed; the next `rag ingest` continues")} for r in pending]
-    # every discovered document is counted once: unchanged (no work), processed (current now), failed,
-    # or not started (a stopped ingest)
-    summary.documents_unchanged = (documents if only_doc_paths is None else len(refs)) - len(todo)
+    summary.documents_unchanged = asked - len(todo)
     summary.documents_processed = len(todo) - vanished - len(failed) - len(pending) - len(not_started)
-    summary.documents_failed = len(refused) + len(failed) + len(pending)
+    summary.documents_failed = refused + len(failed) + len(pending)
     summary.documents_not_started = len(not_started)
-    return summary
 
 
 def _remember_if_current(instance, settings, stages: StageStore, corpus: CorpusDefinitions, catalog, todo, failed,
