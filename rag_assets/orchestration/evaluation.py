@@ -23,6 +23,7 @@ the reason, and no check.
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -80,25 +81,31 @@ def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
     """Bring the synthetic set of the main docs folder (or of an extra corpus) up to date: only
     changed documents are read and asked about again. Of the main index, only the documents indexed
     at their current version and in the corpus's default language are asked about (an ingest stopped
-    half-way, a page left out of scope, a translation: never scored as if indexed)."""
+    half-way, a page left out of scope, a translation: never scored as if indexed), each read from the
+    records its ingest stages wrote (its catalog, parsed documents and blocks); the folder is walked
+    and its files parsed only where no such records can exist: an extra corpus (indexed directly), a
+    folder never ingested."""
     from rag_assets.evaluation.synthetic.build import build_synthetic_set
-    from rag_assets.evaluation.synthetic.folder import folder_documents, synthetic_dir
+    from rag_assets.evaluation.synthetic.folder import folder_documents, recorded_documents, synthetic_dir
 
-    known = stages = None
-    if corpus is None:  # the main index's catalog: files whose stat did not change are not hashed again
+    catalog = stages = None
+    if corpus is None:  # the main index: its stage records
         try:
             from rag_assets.index.stage_store import StageStore
 
             stages = StageStore.for_settings(settings)
-            known = stages.read_catalog()
-        except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed
-            known = stages = None
-    sources, errors = folder_documents(settings, docs_dir, known)
+            catalog = stages.read_catalog()
+        except Exception:  # noqa: BLE001 - no state yet (or unreadable): the folder road
+            catalog = stages = None
+    if catalog is not None and Path(catalog.docs_dir).resolve() == Path(docs_dir or settings.docs_dir).resolve():
+        sources, errors = recorded_documents(settings, stages, catalog), [f"{e.path}: {e.reason}" for e in catalog.errors]
+    else:  # (a catalog of another folder than RAG_DOCS_DIR's: the folder's files are looked up in it)
+        sources, errors = folder_documents(settings, docs_dir, catalog)
     for error in errors[:20]:
         log.warning(f"synthetic eval set: {error}")
     coverage = {"documents_found": len(sources)}
     if stages is not None:
-        sources = indexed_sources(sources, stages, known)
+        sources = indexed_sources(sources, stages, catalog)
         coverage["documents_indexed"] = len(sources)
         log.info(f"synthetic eval set: asks about the {len(sources)} of {coverage['documents_found']} documents "
                  "indexed now in the corpus's default language")
@@ -339,12 +346,14 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
 
 
 def _synthetic_eval_set_asset(corpus: Corpus, ingestion: IngestionAssets) -> dg.AssetsDefinition:
-    """The corpus's synthetic_eval_set, after its document_catalog."""
+    """The corpus's synthetic_eval_set, after the assets whose records it reads: document_catalog,
+    parsed_documents and markdown_blocks (the pages and their blocks), vector_index (which pages are
+    indexed now)."""
     names = ingestion.names
     group = names.group(EVALUATION)
 
     @dg.asset(
-        deps=[ingestion.document_catalog],
+        deps=[ingestion.document_catalog, *ingestion.per_document[:2], ingestion.vector_index],
         key_prefix=names.prefix,
         group_name=group,
         description="Known-item questions generated from the documents (a synthetic eval set, versioned), "
