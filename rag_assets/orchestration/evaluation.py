@@ -23,7 +23,6 @@ the reason, and no check.
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -82,30 +81,28 @@ def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
     changed documents are read and asked about again. Of the main index, only the documents indexed
     at their current version and in the corpus's default language are asked about (an ingest stopped
     half-way, a page left out of scope, a translation: never scored as if indexed), each read from the
-    records its ingest stages wrote (its catalog, parsed documents and blocks); the folder is walked
-    and its files parsed only where no such records can exist: an extra corpus (indexed directly), a
-    folder never ingested."""
+    records its ingest stages wrote (parsed documents and blocks: no file is parsed again); the
+    folder's files are parsed only where no such records can exist (an extra corpus, indexed directly;
+    a folder never ingested). The folder is still looked at (a stat per file against the catalog, a
+    hash of the changed ones only): that is what tells a page edited since it was indexed."""
     from rag_assets.evaluation.synthetic.build import build_synthetic_set
-    from rag_assets.evaluation.synthetic.folder import folder_documents, recorded_documents, synthetic_dir
+    from rag_assets.evaluation.synthetic.folder import folder_documents, synthetic_dir
 
-    catalog = stages = None
-    if corpus is None:  # the main index: its stage records
+    known = stages = None
+    if corpus is None:  # the main index's catalog: files whose stat did not change are not hashed again
         try:
             from rag_assets.index.stage_store import StageStore
 
             stages = StageStore.for_settings(settings)
-            catalog = stages.read_catalog()
-        except Exception:  # noqa: BLE001 - no state yet (or unreadable): the folder road
-            catalog = stages = None
-    if catalog is not None and Path(catalog.docs_dir).resolve() == Path(docs_dir or settings.docs_dir).resolve():
-        sources, errors = recorded_documents(settings, stages, catalog), [f"{e.path}: {e.reason}" for e in catalog.errors]
-    else:  # (a catalog of another folder than RAG_DOCS_DIR's: the folder's files are looked up in it)
-        sources, errors = folder_documents(settings, docs_dir, catalog)
+            known = stages.read_catalog()
+        except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed and read
+            known = stages = None
+    sources, errors = folder_documents(settings, docs_dir, known, records=stages)
     for error in errors[:20]:
         log.warning(f"synthetic eval set: {error}")
     coverage = {"documents_found": len(sources)}
     if stages is not None:
-        sources = indexed_sources(sources, stages, catalog)
+        sources = indexed_sources(sources, stages, known)
         coverage["documents_indexed"] = len(sources)
         log.info(f"synthetic eval set: asks about the {len(sources)} of {coverage['documents_found']} documents "
                  "indexed now in the corpus's default language")

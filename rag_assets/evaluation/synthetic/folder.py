@@ -11,12 +11,14 @@ from rag_assets.evaluation.synthetic.tuning import KIND, MANIFEST_FILE, SET_FILE
 from rag_assets.models import Block
 
 
-def folder_documents(settings, docs_dir: Path | None = None, known=None) -> tuple[list[DocumentSource], list[str]]:
-    """The folder's pages as the ingestion sees them (discovery, then each page's road up to its blocks:
-    rag_assets.ingest.document), each read only when asked for; ``known``: an earlier catalog, so
-    unchanged files are not hashed again. The road for a folder that has no stage records (an extra
-    eval corpus, a folder never ingested); an ingested one is read from its records
-    (``recorded_documents``)."""
+def folder_documents(settings, docs_dir: Path | None = None, known=None,
+                     records=None) -> tuple[list[DocumentSource], list[str]]:
+    """The folder's pages as the ingestion sees them, each read only when asked for: found by discovery
+    (``known``: an earlier catalog, so files whose stat did not change are not hashed again), and read
+    from ``records`` (the ingest stages' StageStore: the parsed and blocks records the index was chunked
+    from) where they hold the page at its current version, else from the file by the ingestion's own
+    road (rag_assets.ingest.document): a folder never ingested, an extra eval corpus (indexed directly,
+    no stage records), a page edited since it was ingested."""
     from rag_assets.ingest.discovery import discover
     from rag_assets.ingest.document import ParseSettings
     from rag_assets.ingest.scope import ScopeSettings
@@ -26,19 +28,10 @@ def folder_documents(settings, docs_dir: Path | None = None, known=None) -> tupl
     catalog = discover(docs_dir, max_file_bytes=settings.max_file_bytes, known=known,
                        index_snippets=settings.index_snippets, scope=ScopeSettings.from_settings(settings))
     parse = ParseSettings.from_settings(settings)
-    sources = [DocumentSource(ref.doc_path, ref.content_hash, _file_reader(ref, parse)) for ref in catalog.documents]
+    sources = [DocumentSource(ref.doc_path, ref.content_hash,
+                              _file_reader(ref, parse) if records is None else _record_reader(ref, parse, records))
+               for ref in catalog.documents]
     return sources, [f"{e.path}: {e.reason}" for e in catalog.errors]
-
-
-def recorded_documents(settings, stages, catalog) -> list[DocumentSource]:
-    """The catalog's pages as the ingest stages recorded them: each read from its parsed and blocks
-    records (the title and blocks the index was chunked from), not from the file. A page whose records
-    are not current for its catalog version (a stage failed, the policy changed since) is read from
-    its file instead, by the same road (rag_assets.ingest.document)."""
-    from rag_assets.ingest.document import ParseSettings
-
-    parse = ParseSettings.from_settings(settings)
-    return [DocumentSource(ref.doc_path, ref.content_hash, _record_reader(ref, stages, parse)) for ref in catalog.documents]
 
 
 def _file_reader(ref, parse):
@@ -50,7 +43,7 @@ def _file_reader(ref, parse):
     return read
 
 
-def _record_reader(ref, stages, parse):
+def _record_reader(ref, parse, stages):
     from rag_assets.index.stage_store import BLOCKS, PARSED, blocks_from_list
     from rag_assets.ingest.stages import SPLIT_FINGERPRINT
 
