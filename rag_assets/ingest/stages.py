@@ -1,7 +1,8 @@
 """The per-document stages run over a batch of documents, with skip, failure isolation and stats.
 
 Each `run_*` function takes the documents of one run (possibly hundreds), does the stage's work
-only for documents whose input changed, records every failure against the document without
+(parse, split and chunk: one step each of rag_assets.ingest.document, the road every other way of
+ingesting a document takes too) only for documents whose input changed, records every failure against the document without
 stopping the others, and returns a StageReport the Dagster layer turns into metadata.
 Documents are handled in windows: each window's upstream records are read with one query and its
 results written in one transaction, so the cost per document is the work, not the bookkeeping.
