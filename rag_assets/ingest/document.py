@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
+from rag_assets.errors import DocumentError, RagError
 from rag_assets.ingest import document_metadata, frontmatter, ids, markdown, snippets
 from rag_assets.ingest.chunking import ChunkingConfig, ChunkingStats, chunk_document
 from rag_assets.ingest.document_metadata import MetadataPolicy
@@ -102,8 +103,15 @@ def document_blocks(ref: DocumentRef, parse: ParseSettings = ParseSettings()) ->
 
 
 def document_chunks(ref: DocumentRef, parse: ParseSettings, setup: ChunkSettings) -> DocumentChunks:
-    """THE road from a document reference to its chunks (the module docstring)."""
-    doc, parsed = parse_document(ref, parse)
-    blocks, split = split_document(doc.body)
-    chunks, chunked = chunk_blocks(doc, blocks, setup)
+    """THE road from a document reference to its chunks (the module docstring). Any failure is a
+    DocumentError naming the file (one bad document never stops the others: the caller records it
+    and goes on), an unexpected one with its exception's type as the per-document stages report it."""
+    try:
+        doc, parsed = parse_document(ref, parse)
+        blocks, split = split_document(doc.body)
+        chunks, chunked = chunk_blocks(doc, blocks, setup)
+    except RagError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - named by the file, as the stages name it
+        raise DocumentError(ref.doc_path, f"{type(exc).__name__}: {exc}") from exc
     return DocumentChunks(doc, blocks, chunks, {"parsed": parsed, "blocks": split, "chunks": chunked})

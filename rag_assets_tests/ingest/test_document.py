@@ -97,3 +97,16 @@ def test_a_bad_document_fails_by_name_on_the_road(folder, tmp_path):
     ref = next(r for r in discover(docs).documents if r.doc_path == "broken.md")
     with pytest.raises(DocumentError, match="broken.md"):
         document_blocks(ref, ParseSettings.from_settings(settings))
+
+
+def test_an_unexpected_failure_on_the_road_is_named_by_its_file(folder):
+    docs, settings = folder
+    ref = next(r for r in discover(docs).documents if r.doc_path == "rate-limits.md")
+    counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
+
+    def broken_limit(text: str) -> bool:  # an embedder whose limit check itself fails
+        raise ZeroDivisionError("division by zero")
+
+    setup = ChunkSettings(counter, ChunkingConfig.from_settings(settings), broken_limit)
+    with pytest.raises(DocumentError, match=r"^rate-limits.md: ZeroDivisionError: division by zero$"):
+        document_chunks(ref, ParseSettings.from_settings(settings), setup)
