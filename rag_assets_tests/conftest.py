@@ -11,7 +11,7 @@ import pytest
 
 from rag_assets.config import apply_offline_defaults
 # modules, not names: a test imports its helpers from rag_assets_tests.support, never from here
-from rag_assets_tests.support import corpus, dagster_instance, environment
+from rag_assets_tests.support import corpus, dagster_instance, environment, open_stores
 
 apply_offline_defaults()
 # one unpacked tiktoken cache for the whole session (the workers inherit it), never the developer's
@@ -83,6 +83,30 @@ def built(tmp_path_factory):
     from rag_assets_tests.support import index_builder
 
     return index_builder.build_sample_index(tmp_path_factory.mktemp("built"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stores_released():
+    """The embedded Chroma stores and state databases a module opened are closed when it ends
+    (support/open_stores.py)."""
+    systems, databases = open_stores.open_systems(), open_stores.open_state_databases()
+    yield
+    open_stores.stop_systems_opened_since(systems)
+    open_stores.close_state_databases_opened_since(databases)
+
+
+@pytest.fixture(autouse=True)
+def _test_stores_released(request):
+    """A test's own stores (in its tmp_path) are closed when it ends; a module's shared ones live on
+    until the module ends (above)."""
+    if "tmp_path" not in request.fixturenames:
+        yield
+        return
+    under = str(request.getfixturevalue("tmp_path"))  # asked for here: torn down after this fixture
+    systems, databases = open_stores.open_systems(), open_stores.open_state_databases()
+    yield
+    open_stores.stop_systems_opened_since(systems, under)
+    open_stores.close_state_databases_opened_since(databases, under)
 
 
 @pytest.fixture(autouse=True)

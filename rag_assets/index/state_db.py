@@ -398,6 +398,20 @@ _OPEN: dict[str, StateDB] = {}
 _OPEN_LOCK = threading.Lock()
 
 
+def open_urls() -> set[str]:
+    """The URLs of the databases this process holds open (its StateDBs)."""
+    with _OPEN_LOCK:
+        return set(_OPEN)
+
+
+def close(url: str) -> None:
+    """Close this process's StateDB for `url` (its pooled connections); the next open makes a new one."""
+    with _OPEN_LOCK:
+        db = _OPEN.pop(url, None)
+    if db is not None:
+        db.dispose()
+
+
 def _forget_after_fork() -> None:
     # pooled connections must not cross a fork: the child opens its own
     for db in _OPEN.values():

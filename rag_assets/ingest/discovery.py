@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat as stat_mod
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from rag_assets.ingest import languages, scope as scope_mod, snippets
+from rag_assets.ingest.files import DocumentTooLarge, NotARegularFile, check_regular_file, open_regular  # noqa: F401 - callers import them from here too
 from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.ingest.site_rules import NEVER_WALKED, SiteRules
 from rag_assets.models import Catalog, DiscoveryError, DocumentRef
@@ -211,14 +211,6 @@ def _markdown_files(root: Path, errors: list[DiscoveryError], rules: SiteRules, 
         yield path
 
 
-class DocumentTooLarge(Exception):
-    pass
-
-
-class NotARegularFile(OSError):
-    """A FIFO, socket or device named like markdown: refused, never read."""
-
-
 def _walk(directory: str, root: Path, seen_dirs: set[str], errors: list[DiscoveryError], rules: SiteRules,
           left_out: dict[str, str], rel_dir: str):
     real = os.path.realpath(directory)
@@ -327,30 +319,6 @@ def _rel(path: Path, root: Path) -> str:
     """The path below root as text that can always be printed and stored (undecodable bytes escaped)."""
     rel = path.relative_to(root).as_posix() if path != root else "."
     return os.fsencode(rel).decode("utf-8", "backslashreplace")
-
-
-def check_regular_file(st: os.stat_result, max_file_bytes: int | None) -> None:
-    """Refuse what must not be read: not a regular file, or over the size limit."""
-    if not stat_mod.S_ISREG(st.st_mode):
-        kind = "a FIFO" if stat_mod.S_ISFIFO(st.st_mode) else "a socket" if stat_mod.S_ISSOCK(st.st_mode) else "a device or special file"
-        raise NotARegularFile(f"not a regular file ({kind}); refused")
-    if max_file_bytes is not None and st.st_size > max_file_bytes:
-        raise DocumentTooLarge(
-            f"file is {st.st_size:,} bytes, over the {max_file_bytes:,}-byte limit (raise RAG_MAX_FILE_BYTES to index it)"
-        )
-
-
-def open_regular(path: Path | str, max_file_bytes: int | None):
-    """Open for reading without ever blocking (O_NONBLOCK: a FIFO would wait for a writer), then
-    check on the open descriptor that it is a regular file within the size limit."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        st = os.fstat(fd)
-        check_regular_file(st, max_file_bytes)
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb"), st
 
 
 def _fingerprint(path: Path | str, doc_path: str, max_file_bytes: int) -> DocumentRef:

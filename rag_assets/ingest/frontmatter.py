@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from rag_assets.errors import DocumentError
+from rag_assets.ingest.files import open_regular
 from rag_assets.models import DocumentRef, ParsedDocument
 
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -60,8 +61,6 @@ def decode(data: bytes, doc_path: str) -> str:
 
 def read_document(ref: DocumentRef) -> ParsedDocument:
     """Read the file behind `ref` and parse it; every failure is a DocumentError naming the file."""
-    from rag_assets.ingest.discovery import open_regular
-
     try:
         fh, _ = open_regular(ref.absolute_path, None)  # the read below is bounded by the fingerprinted size
         with fh:

@@ -24,10 +24,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from rag_assets.errors import (ConfigurationError, DimensionMismatchError, EmbeddingError, InvalidQueryError,
-                               RetrievalTimeoutError, VectorDBUnavailableError)
+from rag_assets.serving.errors import Busy, TooLarge, error_status
 from rag_assets.serving.openapi import docs_page, openapi_document
-from rag_assets.serving.requests import BadRequest, UnknownCorpus, answer_request, search_request
+from rag_assets.serving.requests import BadRequest, answer_request, search_request
 from rag_assets.serving.service import IndexService
 
 log = logging.getLogger("rag_assets.serving")
@@ -35,41 +34,6 @@ log = logging.getLogger("rag_assets.serving")
 MAX_BODY_BYTES = 64 * 1024  # a query is at most RAG_MAX_QUERY_CHARS; a selected text a few pages
 MAX_IN_FLIGHT = 64  # search/answer requests at once; past it a 503 says so at once (no queue to time out in)
 OPEN_PATHS = ("/health",)  # answered without the token (a load balancer's liveness probe)
-
-
-class _Busy(Exception):
-    pass
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def error_status(exc: BaseException) -> tuple[int, str]:
-    """The HTTP status and one-line message for an exception a request raised."""
-    if isinstance(exc, _TooLarge):
-        return 413, str(exc)
-    if isinstance(exc, _Busy):
-        return 503, str(exc)
-    if isinstance(exc, UnknownCorpus):
-        return 404, str(exc.args[0] if exc.args else exc)
-    if isinstance(exc, (BadRequest, InvalidQueryError)):
-        return 400, _line(exc)
-    if isinstance(exc, RetrievalTimeoutError):
-        return 504, _line(exc)
-    if isinstance(exc, (VectorDBUnavailableError, EmbeddingError)):
-        return 503, f"{type(exc).__name__}: {_line(exc)}"
-    if isinstance(exc, DimensionMismatchError):
-        return 500, _line(exc)
-    if isinstance(exc, ConfigurationError):
-        return 503, f"not configured: {_line(exc)}"
-    if isinstance(exc, ValueError):  # the pipeline's checks of a value (max_sources, min_relevance, ...)
-        return 400, _line(exc)
-    return 500, f"internal error: {type(exc).__name__}: {_line(exc)}"
-
-
-def _line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 def create_app(service: IndexService, *, token: str | None = None, mcp_server=None, log_queries: bool = False,
@@ -83,7 +47,7 @@ def create_app(service: IndexService, *, token: str | None = None, mcp_server=No
 
     async def work(fn: Callable[[], Any]) -> Any:
         if in_flight["n"] >= max_in_flight:
-            raise _Busy(f"server busy: {in_flight['n']} requests in flight (at most {max_in_flight}); retry shortly")
+            raise Busy(f"server busy: {in_flight['n']} requests in flight (at most {max_in_flight}); retry shortly")
         in_flight["n"] += 1
         try:
             return await anyio.to_thread.run_sync(fn)
@@ -93,12 +57,12 @@ def create_app(service: IndexService, *, token: str | None = None, mcp_server=No
     async def body_of(request: Request) -> Any:
         size = request.headers.get("content-length")
         if size is not None and size.isdigit() and int(size) > max_body_bytes:
-            raise _TooLarge(f"request body of {size} bytes is over the limit of {max_body_bytes}")
+            raise TooLarge(f"request body of {size} bytes is over the limit of {max_body_bytes}")
         raw = b""
         async for part in request.stream():
             raw += part
             if len(raw) > max_body_bytes:
-                raise _TooLarge(f"request body is over the limit of {max_body_bytes} bytes")
+                raise TooLarge(f"request body is over the limit of {max_body_bytes} bytes")
         try:
             return json.loads(raw or b"null")
         except ValueError as exc:

@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import Resource as MCPResource
 
+from rag_assets.serving.errors import error_status
 from rag_assets.serving.requests import BadRequest, UnknownCorpus, answer_request, search_request
 from rag_assets.serving.service import IndexService
 
@@ -65,7 +66,6 @@ def build_mcp_server(service: IndexService) -> MCPServer:
         except (BadRequest, UnknownCorpus, ValueError) as exc:
             raise ToolError(" ".join(str(exc.args[0] if isinstance(exc, UnknownCorpus) else exc).split())) from None
         except Exception as exc:  # noqa: BLE001 - the agent reads one line, the log has the rest
-            from rag_assets.serving.http_app import error_status
 
             status, message = error_status(exc)
             if status == 500:

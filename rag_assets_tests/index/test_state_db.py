@@ -1,6 +1,7 @@
 """The state database behind one interface: the same records, cache and generation on SQLite (the
 default) and on a real PostgreSQL server (RAG_STATE_URL)."""
 
+import os
 import threading
 
 import numpy as np
@@ -155,3 +156,18 @@ def test_rag_state_url_in_the_plain_form_works_end_to_end(tmp_path):
         stages = StageStore.for_settings(settings)
         bump_generation(settings)
         assert read_generation(settings) != "empty" and not stages.db.is_sqlite
+
+
+def test_a_closed_database_releases_its_files_and_opens_again(tmp_path):
+    from rag_assets.index import state_db
+
+    url = state_db.local_state_url(tmp_path / "state")
+    db = StateDB.open(url)
+    db.set_meta("probe", "1")
+    assert url in state_db.open_urls()
+    state_db.close(url)
+    assert url not in state_db.open_urls()
+    held = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")]
+    assert not [path for path in held if str(tmp_path / "state") in path]
+    again = StateDB.open(url)
+    assert again is not db and again.get_meta("probe") == "1"
