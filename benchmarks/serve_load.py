@@ -134,6 +134,13 @@ class Server:
         for line in self.proc.stderr:
             self.log.append(line)
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the server process has used so far, all its threads."""
+        import psutil
+
+        times = psutil.Process(self.proc.pid).cpu_times()
+        return times.user + times.system
+
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=60)
@@ -205,15 +212,20 @@ def run_load(server: Server, seconds: float, clients: int, unique: bool, marker_
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     load_before = os.getloadavg()[0]
+    cpu_before = server.cpu_seconds()
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
+    cpu = server.cpu_seconds() - cpu_before
     return {"requests": len(latencies) + len(errors), "errors": len(errors), "error_samples": errors[:5],
             "throughput_rps": round(len(latencies) / wall, 1), "client_ms": summary(latencies),
-            "server_ms": summary(server_ms), "load1_before": round(load_before, 2),
+            "server_ms": summary(server_ms),
+            # the server's CPU (all threads) per answered request, and its share of the machine's cores
+            "server_cpu_ms_per_request": round(1000 * cpu / max(len(latencies), 1), 1),
+            "server_cpu_cores": round(cpu / wall, 2), "load1_before": round(load_before, 2),
             "load1_after": round(os.getloadavg()[0], 2), "marker_answers": marker_answers[0],
             "mixed_versions": mixed[:5], "mixed_count": len(mixed)}
 
@@ -307,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             c, s = r["client_ms"], r["server_ms"]
             print(f"{name:16} {r['requests']:6} req {r['errors']} err {r['throughput_rps']:7} rps  client p50 "
                   f"{c.get('p50')} p95 {c.get('p95')} ms  server p50 {s.get('p50')} p95 {s.get('p95')} ms  "
+                  f"server CPU {r['server_cpu_ms_per_request']} ms/req ({r['server_cpu_cores']} cores)  "
                   f"load {r['load1_before']}->{r['load1_after']}")
     return 0
 

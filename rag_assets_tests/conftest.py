@@ -85,6 +85,16 @@ def built(tmp_path_factory):
     return index_builder.build_sample_index(tmp_path_factory.mktemp("built"))
 
 
+@pytest.fixture(scope="module")
+def chat():
+    """The OpenAI-compatible chat stub the serving tests' answers come from (support.serving.chat_stub),
+    one per test module (serving/ and system/test_serve.py)."""
+    from rag_assets_tests.support.serving import chat_stub
+
+    with chat_stub() as srv:
+        yield srv
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _stores_released():
     """The embedded Chroma stores and state databases a module opened are closed when it ends

@@ -5,6 +5,13 @@ from __future__ import annotations
 
 import os
 
+# numpy's BLAS (OpenBLAS) threads for the server: one. A search's dense list is one matrix-vector
+# product (1,657 x 384 at the bundled corpus, 10,000 x 384 at 10k chunks); split over both cores it
+# waits for the other core to be free (p95 20 ms and p50 16 ms under load 6, against 0.15 and 0.5 ms
+# on one thread: docs/benchmarks.md, serving), and a server's parallelism is its request threads.
+# The user's own setting wins; it must be in the environment before numpy is imported.
+SERVER_ENV = {"OPENBLAS_NUM_THREADS": "1"}
+
 
 def add_parsers(sub) -> None:
     p = sub.add_parser(
@@ -34,6 +41,13 @@ def _corpus_argument(p) -> None:
                         "default: every corpus, `default` first")
 
 
+def server_environment() -> None:
+    """SERVER_ENV where the user has not set it: before anything imports numpy (the CLI's dispatch
+    does not; rag_assets_tests/cli/test_serve.py checks it)."""
+    for var, value in SERVER_ENV.items():
+        os.environ.setdefault(var, value)
+
+
 def _service(args):
     from rag_assets.config import Settings
     from rag_assets.serving.service import IndexService
@@ -43,6 +57,7 @@ def _service(args):
 
 
 def run_serve(args) -> int:
+    server_environment()
     from rag_assets.serving.runner import check_bind, configure_logging, serve
 
     token = os.environ.get("RAG_SERVE_TOKEN") or None
@@ -52,6 +67,7 @@ def run_serve(args) -> int:
 
 
 def run_mcp(args) -> int:
+    server_environment()
     from rag_assets.serving.runner import configure_logging, serve_stdio
 
     configure_logging()

@@ -105,6 +105,11 @@ class MiniLMOnnxEmbedder:
         # onnxruntime's CPU arena keeps the peak of every batch shape it has seen: ~830 MB resident
         # after one batch of 32 long chunks, ~330 MB without it (measured on 300 chunks)
         options.enable_cpu_mem_arena = False
+        # its intra-op threads wait for work without spinning: spinning burnt a core between calls,
+        # which a server's other request threads (and numpy) needed. One short query: 7-8 ms of CPU
+        # instead of 15-20 (load 6); a batch of 600 chunks: 16-18 s of CPU instead of 28-30, and less
+        # wall time too, on 2 shared cores (docs/benchmarks.md, serving)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
         self._input_names = frozenset(i.name for i in session.get_inputs())
         missing = {"input_ids", "attention_mask"} - self._input_names

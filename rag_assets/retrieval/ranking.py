@@ -14,7 +14,7 @@ Single modes rank by their own score and go through step 4 only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -43,6 +43,11 @@ class Candidate:
     keyword: float  # BM25 (0 when no query term is in the chunk)
     row: int | None = None  # row in the keyword index (None: not in it, e.g. written after its build)
     score: float = 0.0  # the score the list was ranked by
+
+    def scored(self, score: float) -> "Candidate":
+        """This candidate with another score (dataclasses.replace, ~5x cheaper: it runs for every
+        candidate of every hybrid query)."""
+        return Candidate(self.chunk_id, self.page, self.section, self.text, self.dense, self.keyword, self.row, score)
 
 
 @dataclass(frozen=True)
@@ -145,4 +150,4 @@ def _keep_confident(ranked: list[Candidate], dense_reference: np.ndarray, keywor
 def _by_score(candidates: Sequence[Candidate], scores: np.ndarray) -> list[Candidate]:
     # ties keep the given order (dense list first): deterministic
     order = np.lexsort((np.arange(len(candidates)), -np.asarray(scores, dtype=np.float64)))
-    return [replace(candidates[i], score=float(scores[i])) for i in order]
+    return [candidates[i].scored(float(scores[i])) for i in order]

@@ -211,12 +211,15 @@ class Retriever:
         snapshot: SearchSnapshot | None = None,
         *,
         adaptive: bool = True,
+        recheck_seconds: float = 0.0,
     ):
         self.embedder = embedder
         self.settings = settings or Settings.from_env()
         self._store = store
         self._store_lock = threading.Lock()
-        self.snapshot = snapshot or SearchSnapshot(self.settings, open_store=lambda: self.store)
+        # recheck_seconds: how stale the snapshot's view may be (SearchSnapshot; 0: checked on every query)
+        self.snapshot = snapshot or SearchSnapshot(self.settings, open_store=lambda: self.store,
+                                                   recheck_seconds=recheck_seconds)
         self.adaptive = adaptive
         self.ranking = RankingConfig.from_settings(self.settings, adaptive=adaptive)
         self._embeddings = LRUCache(max(self.settings.query_cache_size, 64))
@@ -405,10 +408,10 @@ class Retriever:
         # of BM25's first KEEP_WITHIN, the hit holding the most rare query terms (fusion.RARE_TERM_MAX_CHUNKS;
         # ties: BM25's order): an exact code splits into several rare terms, a word rare by chance is one
         rare_hit, most = None, 0
-        for r in keyword_rows[:KEEP_WITHIN]:
-            held = len(view.rare_terms(query, int(r), RARE_TERM_MAX_CHUNKS))
-            if held > most:
-                rare_hit, most = view.chunk_id(int(r)), held
+        heads = [int(r) for r in keyword_rows[:KEEP_WITHIN]]
+        for r, terms in zip(heads, view.rare_terms_of(query, heads, RARE_TERM_MAX_CHUNKS)):
+            if len(terms) > most:
+                rare_hit, most = view.chunk_id(r), len(terms)
         results = self._present(
             view, candidates,
             lambda cs, mates: rank_hybrid(cs, dense_reference, keyword_reference,

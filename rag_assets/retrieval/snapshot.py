@@ -14,7 +14,9 @@ never makes it wait (readers take no lock; the switch is the atomic replace of C
 ``SearchSnapshot`` is what a reader holds: each ``view()`` reads the index generation (one small read of
 the state database) and CURRENT, and returns the view of the live manifest, reusing the segments it
 already has open (a long-lived reader follows a commit by opening the new segment, not the whole
-index). When the snapshot does not answer for the state database's generation — an index written by an
+index). A reader made with ``recheck_seconds`` > 0 (`rag serve`: serving.service.RECHECK_SECONDS) makes
+those two reads at most once in that many seconds and answers from the view they last confirmed in
+between: a commit is seen at most that much later, and every query still reads one whole view. When the snapshot does not answer for the state database's generation — an index written by an
 earlier version of this project, or by a writer that did not commit — the reader builds it from the store
 once, under the snapshot's lock, and logs a WARNING saying so (snapshot_writer.SnapshotWriter.rebuild);
 on a state folder it may not write (a read-only mount) it builds one for itself in a temporary folder.
@@ -28,6 +30,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
 DEFAULT_HEADING_REPEATS = 3
 _VIEWS_KEPT = 2  # the live view and the one before (a query's context is read from its own)
+_TERMS_KEPT = 64  # queries whose terms a view keeps (a query asks for them once per list it scores)
 _ATTEMPTS = 5  # reads of CURRENT when segments are collected under a reader's feet
 
 
@@ -100,6 +104,7 @@ class SnapshotView:
         self._avg_body, self._avg_head = bm25.mean_length(self._dl_body), bm25.mean_length(self._dl_head)
         self._documents: dict[str, dict] | None = None
         self._doc_lock = threading.Lock()
+        self._terms: dict[str, list[str]] = {}  # the last queries' terms: a hybrid query reads them 3 times
 
     def __len__(self) -> int:
         return len(self._row_phys)
@@ -176,7 +181,12 @@ class SnapshotView:
     # -- BM25 ------------------------------------------------------------------------------------
     def query_terms(self, query: str) -> list[str]:
         """The query's BM25 terms as the languages of this view's chunks read them (terms.query_terms)."""
-        return query_terms(query, self.languages)
+        terms = self._terms.get(query)
+        if terms is None:
+            if len(self._terms) >= _TERMS_KEPT:
+                self._terms.clear()
+            terms = self._terms[query] = query_terms(query, self.languages)
+        return list(terms)
 
     def _postings(self, term: str, header_repeats: int | None) -> list[bm25.Postings]:
         parts = []
@@ -220,11 +230,18 @@ class SnapshotView:
 
     def rare_terms(self, query: str, row: int, max_chunks: int) -> list[str]:
         """The query's terms that the chunk at ``row`` contains and at most ``max_chunks`` chunks do."""
-        found = []
+        return self.rare_terms_of(query, [row], max_chunks)[0]
+
+    def rare_terms_of(self, query: str, rows: Sequence[int], max_chunks: int) -> list[list[str]]:
+        """rare_terms of each of the rows, each term's postings read once for all of them."""
+        found: list[list[str]] = [[] for _ in rows]
         for term in dict.fromkeys(self.query_terms(query)):
             parts = self._postings(term, self.heading_repeats)
-            if 0 < sum(len(p.rows) for p in parts) <= max_chunks and any(row in p.rows for p in parts):
-                found.append(term)
+            if not 0 < sum(len(p.rows) for p in parts) <= max_chunks:
+                continue
+            for terms, row in zip(found, rows):
+                if any(row in p.rows for p in parts):
+                    terms.append(term)
         return found
 
     # -- vectors ---------------------------------------------------------------------------------
@@ -271,10 +288,16 @@ class SearchSnapshot:
     how to open the store when the snapshot must be built from it (a reader never needs it otherwise)."""
 
     def __init__(self, settings, *, heading_repeats: int | None = None, open_store: Callable | None = None,
-                 builds: FolderBuilds | None = None):
+                 builds: FolderBuilds | None = None, recheck_seconds: float = 0.0):
         repeats = settings.keyword_heading_repeats if heading_repeats is None else heading_repeats
         if repeats < 0:
             raise ValueError(f"heading_repeats must be >= 0, got {repeats}")
+        if not recheck_seconds >= 0:
+            raise ValueError(f"recheck_seconds must be >= 0, got {recheck_seconds}")
+        self.recheck_seconds = float(recheck_seconds)
+        # (the live view, the monotonic time its check began): what view() answers within recheck_seconds
+        self._confirmed: tuple[SnapshotView | None, float] = (None, float("-inf"))
+        self.checks = 0  # reads of the generation and CURRENT by view()
         self.settings = settings
         self.collection = settings.collection
         self.heading_repeats = repeats
@@ -289,14 +312,20 @@ class SearchSnapshot:
 
     def view(self) -> SnapshotView:
         """The view of the live snapshot (see the module docstring)."""
+        if self.recheck_seconds:
+            confirmed, since = self._confirmed  # one tuple: read whole, set whole
+            if confirmed is not None and time.monotonic() - since < self.recheck_seconds:
+                return confirmed
         for _ in range(_ATTEMPTS):
+            began = time.monotonic()  # the bound counts from before the reads, not after
+            self.checks += 1
             generation = current_generation(self.settings)  # before CURRENT: a commit publishes, then sets it
             name = self.builds.current_name()
             with self._lock:
                 live = next(reversed(self._views.values()), None)
             if live is not None and generation in live.lineage and (live.name == name or (
                     self._private is not None and live.name == self._private.current_name())):
-                return live
+                return self._confirm(live, began)
             manifest = self.builds.manifest(name)
             if name is not None and manifest is None and self.builds.current_name() != name:
                 continue  # replaced while it was read (else it names no manifest this version reads: rebuilt)
@@ -308,10 +337,17 @@ class SearchSnapshot:
                     continue
                 manifest, builds = private, self._private
             try:
-                return self._open(manifest, builds)
+                return self._confirm(self._open(manifest, builds), began)
             except FileNotFoundError:
                 continue  # a segment was collected by a newer commit: read CURRENT again
         raise RuntimeError(f"the search snapshot of collection {self.collection!r} kept changing while it was read")
+
+    def _confirm(self, view: SnapshotView, began: float) -> SnapshotView:
+        if self.recheck_seconds:
+            with self._lock:
+                if began >= self._confirmed[1]:  # a check that began earlier never replaces a later one's view
+                    self._confirmed = (view, began)
+        return view
 
     def view_of(self, generation: str | None) -> SnapshotView:
         """The view a query of this generation used (the live one when it is no longer held)."""

@@ -322,7 +322,7 @@ class _Strings:
     """A memory-mapped blob of byte strings with their offsets."""
 
     def __init__(self, folder: Path, name: str):
-        self.offsets = np.load(folder / f"{name}_offsets.npy", mmap_mode="r")
+        self.offsets = np.asarray(np.load(folder / f"{name}_offsets.npy", mmap_mode="r"))  # see Segment
         path = folder / f"{name}.bin"
         size = path.stat().st_size
         if size:
@@ -359,7 +359,9 @@ class Segment:
         self.rows = int(meta["rows"])
         self.dimension = int(meta["dimension"])
         self.languages = tuple(meta.get("languages") or ("en",))
-        load = lambda name: np.load(self.folder / f"{name}.npy", mmap_mode="r")  # noqa: E731
+        # plain ndarrays over the mapped files: np.memmap's Python-level __getitem__ cost a query ~1,000
+        # calls (each row a ranking or a context window reads); the pages stay mapped, not read
+        load = lambda name: np.asarray(np.load(self.folder / f"{name}.npy", mmap_mode="r"))  # noqa: E731
         self.ids, self.ids_sorted, self.ids_sorted_rows = load("ids"), load("ids_sorted"), load("ids_sorted_rows")
         self.row_doc, self.chunk_index, self.tokens = load("row_doc"), load("chunk_index"), load("tokens")
         self.opens, self.text_keys, self.row_section = load("opens"), load("text_keys"), load("row_section")

@@ -5,7 +5,9 @@ pages of each index. Plain Python: the HTTP app and the MCP tools are thin shell
 
 Every search reads one index generation (the pipeline pins it), so an ingest running beside the
 server never mixes two versions of a document in one answer; identical searches within
-RAG_QUERY_CACHE_TTL_SECONDS are served from a cache dropped whole when a generation moves."""
+RAG_QUERY_CACHE_TTL_SECONDS are served from a cache dropped whole when a generation moves. A corpus's
+generation is checked (a read of the state database and of the snapshot's CURRENT) at most once in
+RECHECK_SECONDS, not on every request: an ingest's commit is searchable here at most that much later."""
 
 from __future__ import annotations
 
@@ -26,12 +28,18 @@ from rag_assets.retrieval.across import merge_rankings
 from rag_assets.retrieval.context import relevance_gate
 from rag_assets.retrieval.filters import Filters
 from rag_assets.retrieval.query_cache import GenerationCache
-from rag_assets.retrieval.retriever import SearchResult
+from rag_assets.retrieval.retriever import Retriever, SearchResult
 from rag_assets.serving.pages import PageCatalog, anchor
 from rag_assets.serving.requests import AnswerRequest, SearchRequest, UnknownCorpus
 from rag_assets.vocabulary.modes import RetrievalMode
 
 log = logging.getLogger(__name__)
+
+# how long a served corpus answers from the snapshot view it last confirmed live before checking again
+# (retrieval.snapshot.SearchSnapshot.recheck_seconds): the state database and CURRENT were read ~3 times
+# a request before (0.2 ms each on a quiet machine, 1-2 ms under load); an ingest's commit now reaches
+# the server's searches within this bound, against the seconds an ingest takes to commit
+RECHECK_SECONDS = 0.25
 
 # stored chunk metadata that is bookkeeping, not something a client cites or filters on
 _BOOKKEEPING = {"content_hash", "embedding_model", "token_count", "oversized"}
@@ -47,9 +55,11 @@ class _Served:
 
 class IndexService:
     def __init__(self, corpora: list[tuple[Corpus, Settings]], *, llm: ChatLLM | None = None,
-                 cache_size: int | None = None):
+                 cache_size: int | None = None, recheck_seconds: float = RECHECK_SECONDS):
         """corpora: (corpus, its settings) each, resolved once by the caller; the first one answers a
-        request that names none. llm: a ChatLLM for answers (default: each corpus's chat settings)."""
+        request that names none. llm: a ChatLLM for answers (default: each corpus's chat settings).
+        recheck_seconds: how long a corpus's snapshot view is answered from before its generation is
+        read again (0: on every search)."""
         if not corpora:
             raise ValueError("a server needs at least one corpus")
         self._served = {corpus.name: _Served(corpus, settings) for corpus, settings in corpora}
@@ -59,6 +69,7 @@ class IndexService:
         self._cache = GenerationCache(cache_size or first.query_cache_size, first.query_cache_ttl_seconds)
         self._lock = threading.Lock()
         self._embedders: dict[tuple, Any] = {}
+        self.recheck_seconds = recheck_seconds
         self.started = time.time()
 
     @classmethod
@@ -92,8 +103,10 @@ class IndexService:
             with self._lock:
                 if served.pipeline is None:
                     key = embedder_key(served.settings)
-                    pipeline = RAGPipeline.from_settings(served.settings, embedder=self._embedders.get(key))
-                    self._embedders.setdefault(key, pipeline.retriever.embedder)
+                    retriever = Retriever.from_settings(served.settings, embedder=self._embedders.get(key),
+                                                        recheck_seconds=self.recheck_seconds)
+                    pipeline = RAGPipeline(retriever, served.settings)
+                    self._embedders.setdefault(key, retriever.embedder)
                     served.pipeline = pipeline
         return served.pipeline
 
@@ -110,7 +123,15 @@ class IndexService:
                 log.warning("corpus %s: warm-up search failed: %s: %s", name, type(exc).__name__, exc)
 
     def generation(self, name: str | None = None) -> str:
-        return current_generation(self._entry(name).settings)
+        return self._generation(self._entry(name))
+
+    @staticmethod
+    def _generation(served: _Served) -> str:
+        """The generation a search of the corpus answers from now: its pipeline's snapshot view (confirmed
+        within RECHECK_SECONDS), or the state database's while no pipeline is open (nothing indexed yet)."""
+        if served.pipeline is not None:
+            return served.pipeline.retriever.current_generation()
+        return current_generation(served.settings)
 
     # -- search -----------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> dict[str, Any]:
@@ -118,12 +139,12 @@ class IndexService:
         names = request.corpora or (self.default_corpus,)
         entries = [self._entry(n) for n in names]
         filters = Filters.parse(request.filters)  # InvalidFilterError (a 400) before any work
-        generation = tuple(current_generation(e.settings) for e in entries)
+        generation = tuple(self._generation(e) for e in entries)
         key = (names, request.query, request.mode, request.top_k, filters, request.prefer, request.min_relevance)
         hit = self._cache.get(key, generation)
         if hit is not None:
             return {**hit, "cached": True, "elapsed_ms": round((time.perf_counter() - start) * 1000, 3)}
-        rankings = {e.corpus.name: self._ranking(e.corpus.name, request) for e in entries}
+        rankings = {e.corpus.name: self._ranking(e.corpus.name, request, g) for e, g in zip(entries, generation)}
         mode = RetrievalMode.parse(request.mode, entries[0].settings.retrieval_mode)
         threshold = request.min_relevance if request.min_relevance is not None else entries[0].settings.min_relevance
         body: dict[str, Any] = {"query": request.query, "mode": mode.value, "filters": request.filters,
@@ -144,8 +165,8 @@ class IndexService:
         self._cache.set(key, generation, body)
         return {**body, "cached": False, "elapsed_ms": round((time.perf_counter() - start) * 1000, 3)}
 
-    def _ranking(self, name: str, request: SearchRequest) -> list[SearchResult]:
-        if current_generation(self._entry(name).settings) == EMPTY:
+    def _ranking(self, name: str, request: SearchRequest, generation: str) -> list[SearchResult]:
+        if generation == EMPTY:
             return []  # nothing indexed yet: no results (`rag query` says "run rag ingest"), not an error
         pipeline = self.pipeline(name)
         if not request.prefer:
@@ -175,7 +196,7 @@ class IndexService:
     def corpora(self) -> list[dict[str, Any]]:
         rows = []
         for name, served in self._served.items():
-            generation = current_generation(served.settings)
+            generation = self._generation(served)
             rows.append({"name": name, "default": name == self.default_corpus,
                          "docs_dir": str(served.settings.docs_dir), "collection": served.settings.collection,
                          "generation": generation,
@@ -194,7 +215,7 @@ class IndexService:
                 view = pipeline.retriever.snapshot.view()
                 return ((view.chunk_id(row), view.text(row), view.metadata(row)) for row in range(len(view)))
 
-            served.catalog = PageCatalog(lambda: current_generation(served.settings), chunks)
+            served.catalog = PageCatalog(lambda: self._generation(served), chunks)
         return served.catalog
 
     def health(self) -> dict[str, Any]:

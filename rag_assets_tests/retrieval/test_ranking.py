@@ -64,6 +64,16 @@ def test_fuse_ranks_every_candidate_on_both_scores():
     assert [x.chunk_id for x in rrf][0] == "b" and all(x.score > 0 for x in rrf)
 
 
+def test_a_rescored_candidate_is_the_candidate_with_its_new_score_only():
+    import dataclasses
+
+    c = Candidate("c1", "a.md", "a.md#s", "t1", 0.7, 3.5, 12, 0.25)
+    assert c.scored(0.9) == dataclasses.replace(c, score=0.9) and c.score == 0.25
+    # scored() names every field: one added to Candidate must be added there too
+    assert [f.name for f in dataclasses.fields(Candidate)] == ["chunk_id", "page", "section", "text", "dense",
+                                                              "keyword", "row", "score"]
+
+
 def test_confident_keyword_hit_is_kept_in_the_top_3_even_with_rrf():
     # eight pages both lists like, and one page only BM25 finds, with a clear lead (8.9 vs 3.5)
     shared = [cand(f"s{i}", f"s{i}.md", dense=0.6 - 0.01 * i, keyword=3.5 - 0.1 * i) for i in range(8)]

@@ -92,6 +92,8 @@ def test_rare_terms_are_query_terms_few_chunks_contain(index):
                for t in tokenize(chunk_index_text(text, meta or {}))}
     assert view.rare_terms("HTTP 429 retry-after", hit.row, 10**6) == [t for t in dict.fromkeys(terms) if t in holding]
     assert view.rare_terms("pasta carbonara", hit.row, 2) == []  # unknown terms are not rare, just absent
+    rows = [h.row for h in view.search("HTTP 429 retry-after", 3)]
+    assert view.rare_terms_of("HTTP 429 retry-after", rows, 2) == [view.rare_terms("HTTP 429 retry-after", r, 2) for r in rows]
 
 
 def test_a_reader_follows_commits_and_never_waits_for_a_writer(tmp_path):
@@ -101,13 +103,20 @@ def test_a_reader_follows_commits_and_never_waits_for_a_writer(tmp_path):
                                  cache_dir=root / "cache")
     build_index(None, settings)
     reader = SearchSnapshot(settings)
+    bounded = SearchSnapshot(settings, recheck_seconds=3600)  # `rag serve`'s kind: checks once per bound
     before = reader.view()
+    assert bounded.view() is not None and bounded.checks == 1
     assert not before.search("ZK-4411 valve grease", 3)
     write_corpus(root / "docs", {"parts/valves.md": "# Valves\n\nGrease the ZK-4411 valve every quarter.\n"})
     build_index(None, settings)  # a commit
     after = reader.view()
     assert after.generation != before.generation and after.search("ZK-4411 valve grease", 3)
     assert len(after) == len(before) + 1 and not before.search("ZK-4411 valve grease", 3)  # views are immutable
+    assert reader.checks == 2  # the default: the generation and CURRENT read on every view()
+    stale = bounded.view()  # within its bound: the view it confirmed, nothing read
+    assert stale.generation == before.generation and not stale.search("ZK-4411 valve grease", 3) and bounded.checks == 1
+    with pytest.raises(ValueError):
+        SearchSnapshot(settings, recheck_seconds=-1)
     # a writer holding the snapshot's lock (a commit or a merge in progress) does not hold a reader up
     locked, release = threading.Event(), threading.Event()
 

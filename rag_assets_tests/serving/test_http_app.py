@@ -16,7 +16,7 @@ from rag_assets.serving.mcp_tools import build_mcp_server
 from rag_assets.serving.openapi import openapi_document
 from rag_assets.serving.requests import _ANSWER_FIELDS, _SEARCH_FIELDS
 from rag_assets.serving.service import IndexService
-from rag_assets_tests.support.serving import SECOND, chat_stub, sample_corpora, with_chat
+from rag_assets_tests.support.serving import SECOND, sample_corpora, with_chat
 
 STREAMING = "How can I receive the response incrementally as events?"
 URL = "http://127.0.0.1:8765"
@@ -25,12 +25,6 @@ URL = "http://127.0.0.1:8765"
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory):
     return sample_corpora(tmp_path_factory.mktemp("serving"))[1]
-
-
-@pytest.fixture(scope="module")
-def chat():
-    with chat_stub() as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,9 @@ from mcp import Client
 
 from rag_assets.serving.mcp_tools import build_mcp_server, page_uri
 from rag_assets.serving.service import IndexService
-from rag_assets_tests.support.serving import SECOND, chat_stub, sample_corpora, with_chat
+from rag_assets_tests.support.serving import SECOND, sample_corpora, with_chat
 
 STREAMING = "How can I receive the response incrementally as events?"
-
-
-@pytest.fixture(scope="module")
-def chat():
-    with chat_stub() as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

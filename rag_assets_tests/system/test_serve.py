@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from rag_assets.serving import server_file
 from rag_assets_tests.support.environment import subprocess_env
-from rag_assets_tests.support.serving import SECOND, chat_stub, sample_corpora
+from rag_assets_tests.support.serving import SECOND, sample_corpora
 
 pytestmark = pytest.mark.system
 
@@ -31,12 +31,6 @@ RAG = str(Path(sys.executable).with_name("rag"))
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-0123"
 QUESTION = "How can I receive the response incrementally as events?"
-
-
-@pytest.fixture(scope="module")
-def chat():
-    with chat_stub() as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,50 @@
+"""IndexService follows the index within its recheck bound: between two checks of the generation it
+answers from the snapshot view it last confirmed (no read of the state database or CURRENT per
+request); after the bound the next search sees a new ingest, never a cached answer of the old one."""
+
+from __future__ import annotations
+
+import time
+
+from rag_assets.config import Settings
+from rag_assets.corpus import Corpus
+from rag_assets.serving.requests import search_request
+from rag_assets.serving.service import RECHECK_SECONDS, IndexService
+from rag_assets_tests.support.corpus import write_corpus
+from rag_assets_tests.support.index_builder import build_index, build_sample_index
+
+NEW_DOC = "parts/valves.md"
+NEW_TEXT = "# Valves\n\nGrease the ZK-4411 gate valve every quarter, or it seizes.\n"
+QUESTION = "How often is the ZK-4411 gate valve greased?"
+
+
+def _docs(body: dict) -> list[str]:
+    return [r["doc_path"] for r in body["results"]]
+
+
+def test_a_new_ingest_is_searchable_after_the_recheck_bound_and_not_before(tmp_path):
+    env, settings = build_sample_index(tmp_path)
+    settings = Settings.from_env(env)
+    assert 0 < RECHECK_SECONDS <= 1  # what docs/serve.md promises `rag serve`'s searches
+    following = IndexService([(Corpus(), settings)], recheck_seconds=0.2)
+    lagging = IndexService([(Corpus(), settings)], recheck_seconds=3600)
+    request = search_request({"query": QUESTION, "top_k": 3})
+    before = {s: s.search(request) for s in (following, lagging)}
+    assert all(NEW_DOC not in _docs(b) for b in before.values())
+    old = before[following]["generation"]
+    assert before[lagging]["generation"] == old
+    checks = lagging.pipeline().retriever.snapshot.checks
+    for i in range(5):  # unseen questions within the bound: no read of the generation or CURRENT
+        lagging.search(search_request({"query": f"{QUESTION} ({i})", "top_k": 3}))
+    assert lagging.pipeline().retriever.snapshot.checks == checks
+
+    write_corpus(settings.docs_dir, {NEW_DOC: NEW_TEXT})
+    build_index(None, settings)  # an ingest's commit
+
+    stale = lagging.search(search_request({"query": f"{QUESTION} (again)", "top_k": 3}))
+    assert stale["generation"] == old and NEW_DOC not in _docs(stale)  # within its bound: the confirmed view
+    time.sleep(0.25)  # past the follower's bound
+    after = following.search(request)  # the question it answered (and cached) before the ingest
+    assert after["cached"] is False and after["generation"] != old
+    assert _docs(after)[0] == NEW_DOC
+    assert following.generation() == after["generation"] == following.corpora()[0]["generation"]
