@@ -15,7 +15,7 @@ from rag_assets.answer.generation import (MAX_SOURCES, SEARCH_FAILED_ANSWER, Ans
 from rag_assets.config import Settings
 from rag_assets.errors import EmbeddingError, InvalidQueryError, RagError
 from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
-from rag_assets.vocabulary.modes import RetrievalMode
+from rag_assets.vocabulary.modes import RetrievalMode, validate_count
 
 if TYPE_CHECKING:
     from rag_assets.pipeline import RAGPipeline
@@ -68,8 +68,7 @@ def answer_question(
     settings = settings or (pipeline.settings if pipeline is not None else Settings.from_env())
     if llm is None:
         check_chat_settings(settings)  # fail fast, before the (slow) retrieval stack loads
-    if isinstance(max_sources, bool) or not isinstance(max_sources, int) or not 1 <= max_sources <= MAX_SOURCES:
-        raise ValueError(f"max_sources must be an integer between 1 and {MAX_SOURCES}, got {max_sources!r}")
+    max_sources = validate_count(max_sources, "max_sources", MAX_SOURCES)
     from rag_assets.pipeline import RAGPipeline  # the retrieval stack loads only once the call is valid
     if pipeline is None:
         pipeline = RAGPipeline.from_settings(settings)

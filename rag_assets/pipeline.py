@@ -42,8 +42,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import logging
-import numbers
-import statistics
 import time
 import uuid
 from dataclasses import dataclass
@@ -56,7 +54,8 @@ from rag_assets.errors import DimensionMismatchError, RetrievalTimeoutError, Vec
 from rag_assets.models import IngestionResult
 from rag_assets.retrieval.query_cache import GenerationCache
 from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
-from rag_assets.retrieval.context import DocumentChunk, RAGContext, RetrieveRequest
+from rag_assets.retrieval.context import (DocumentChunk, RAGContext, RetrieveRequest, relevance_gate,
+                                         validate_min_relevance)
 from rag_assets.retrieval.filters import Filters
 from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_query
 
@@ -66,7 +65,6 @@ PIPELINE_TYPE = "rag_assets.retrieval.retriever"
 # retrievals run here so a caller can stop waiting (RAG_RETRIEVE_TIMEOUT_SECONDS); a few at once; one
 # pool for the process on purpose (threads are the process's, whatever pipelines it holds)
 _RETRIEVAL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-retrieve")
-GATE_HEAD = 5  # the avg_relevance gate reads this many of the ranking's first candidates
 RANKING_FLOOR = 20  # every max_chunks up to this reads the same ranking (its first max_chunks)
 PREFERENCE_PLACES = 3  # how far a chunk of the reader's chapter (RetrieveRequest.prefer) moves up
 # stored chunk metadata that is bookkeeping, not something a consumer cites
@@ -118,7 +116,7 @@ class RAGPipeline:
         ranking = self.retriever.ranking_for(request.mode, request.fusion)  # ValueError for an unknown fusion
         mode = RetrievalMode.parse(request.mode, self.settings.retrieval_mode)
         validate_top_k(request.max_chunks, name="max_chunks")
-        min_relevance = _min_relevance(request.min_relevance, self.settings.min_relevance)
+        min_relevance = validate_min_relevance(request.min_relevance, self.settings.min_relevance)
 
         filters = Filters.parse(request.filters)
         generation = self._guard(self.retriever.current_generation)
@@ -135,9 +133,7 @@ class RAGPipeline:
         retrieval, ranked = self._guard(self._ranked, query, mode, depth, filters, prefer, int(request.max_chunks),
                                         fusion)
         candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[: int(request.max_chunks)], 1)]
-        head = [r.relevance or 0.0 for r in ranked[:GATE_HEAD]]
-        avg = statistics.fmean(head) if head else 0.0
-        meets = bool(candidates) and avg >= min_relevance
+        avg, meets = relevance_gate(ranked, min_relevance)
         chunks = [c for c in candidates if c.relevance_score >= min_relevance] if meets else []
         chunks.sort(key=lambda c: (-c.relevance_score, c.retrieval_rank))
         context = RAGContext(
@@ -386,14 +382,6 @@ def _request(request, context_key, query, options: dict[str, Any]) -> RetrieveRe
     if unknown:
         raise TypeError(f"retrieve() got unexpected arguments: {', '.join(sorted(unknown))}")
     return RetrieveRequest(query=request if request is not None else query, context_key=context_key, **options)
-
-
-def _min_relevance(value: Any, default: float) -> float:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not -1.0 <= float(value) <= 1.0:
-        raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {value!r}")
-    return float(value)
 
 
 def _empty_content(raw: Any) -> bool:

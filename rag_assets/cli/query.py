@@ -40,7 +40,8 @@ def run(args) -> int:
     embedder = load_embedder(settings)
     warm_up(embedder)  # the model loads on the other core while the retrieval code is imported
     from rag_assets.errors import InvalidQueryError
-    from rag_assets.pipeline import GATE_HEAD, RAGPipeline
+    from rag_assets.pipeline import RAGPipeline
+    from rag_assets.retrieval.context import relevance_gate
 
     if (args.text is None) == (args.batch is None):
         print("rag: query needs either a question or --batch FILE.jsonl (not both)", file=sys.stderr)
@@ -67,10 +68,7 @@ def run(args) -> int:
         return EXIT_USAGE
     mode = RetrievalMode.parse(args.mode, pipeline.settings.retrieval_mode)
     threshold = pipeline.settings.min_relevance
-    # the same gate as RAGPipeline.retrieve: the head of the ranking, whatever --top-k is
-    relevance = [r.relevance for r in results[:GATE_HEAD] if r.relevance is not None]
-    avg = sum(relevance) / len(relevance) if relevance else 0.0
-    meets = bool(results) and avg >= threshold
+    avg, meets = relevance_gate(results, threshold)  # RAGPipeline.retrieve's gate
     if args.json:
         print(json.dumps(
             {"query": args.text, "mode": mode, "filters": filters, "avg_relevance": round(avg, 6),

@@ -36,30 +36,35 @@ def _current_chunks(stages: StageStore, refs: Sequence[DocumentRef]) -> Iterator
 
 def chunks_within_limit(stages: StageStore, refs: Sequence[DocumentRef], fits: Callable[[str], bool]) -> Finding:
     """No chunk is silently truncated: any chunk over the embedder's limit must be a flagged atomic block."""
-    silent, flagged, total = [], [], 0
-    for doc_path, chunks in _current_chunks(stages, refs):
-        for c in chunks:
-            total += 1
-            if not fits(c["index_text"] or c["text"]):
-                (flagged if c["oversized"] else silent).append(f"{doc_path}#{c['chunk_index']}")
-    problems = [f"{p}: over the embedder's input limit and not flagged" for p in silent]
-    problems += [f"{p}: oversized atomic block (code/table), truncated by the model" for p in flagged[:50]]
-    return Finding(not silent, problems, {"documents": len(refs), "chunks": total, "silently_truncated": len(silent),
-                                          "oversized_flagged": len(flagged)})
+    return chunk_checks(stages, refs, fits)[0]
 
 
 def chunk_metadata_complete(stages: StageStore, refs: Sequence[DocumentRef]) -> Finding:
-    problems, total = [], 0
+    """Every chunk carries its id, hash, text, index text, token count and title."""
+    return chunk_checks(stages, refs, None)[1]
+
+
+def chunk_checks(stages: StageStore, refs: Sequence[DocumentRef],
+                 fits: Callable[[str], bool] | None) -> tuple[Finding, Finding]:
+    """(chunks_within_limit, chunk_metadata_complete) from one read of the documents' chunk records
+    (each payload deserialised once for both; ``fits`` None: the limit is not checked)."""
+    silent, flagged, problems, total = [], [], [], 0
     for doc_path, chunks in _current_chunks(stages, refs):
         for c in chunks:
             total += 1
+            if fits is not None and not fits(c["index_text"] or c["text"]):
+                (flagged if c["oversized"] else silent).append(f"{doc_path}#{c['chunk_index']}")
             missing = [f for f in REQUIRED_CHUNK_FIELDS if not c.get(f)]
             missing += [f"metadata.{k}" for k in REQUIRED_CHUNK_METADATA if not c["metadata"].get(k)]
             if c.get("token_count", 0) <= 0:
                 missing.append("token_count")
             if missing:
                 problems.append(f"{doc_path}#{c.get('chunk_index')}: missing {', '.join(missing)}")
-    return Finding(not problems, problems[:100], {"documents": len(refs), "chunks": total, "incomplete": len(problems)})
+    over = [f"{p}: over the embedder's input limit and not flagged" for p in silent]
+    over += [f"{p}: oversized atomic block (code/table), truncated by the model" for p in flagged[:50]]
+    return (Finding(not silent, over, {"documents": len(refs), "chunks": total, "silently_truncated": len(silent),
+                                       "oversized_flagged": len(flagged)}),
+            Finding(not problems, problems[:100], {"documents": len(refs), "chunks": total, "incomplete": len(problems)}))
 
 
 def documents_indexed(

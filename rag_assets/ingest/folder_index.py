@@ -1,6 +1,7 @@
 """Index a folder of markdown with the plain stage modules, outside the Dagster ingestion.
 
-discover -> frontmatter -> split -> chunk -> ids -> embed (through an optional embedding cache) ->
+discover -> each document's road to its chunks (rag_assets.ingest.document, the one the per-document
+stages take) -> embed (through an optional embedding cache) ->
 ChromaStore.replace_document, then the search snapshot committed (or, without a snapshot writer, the
 index generation bumped), as an ingest that changed the index would. Documents no longer in the
 folder are deleted from the store.
@@ -19,19 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_assets.ingest.chunking import ChunkingConfig, chunk_document
+from rag_assets.ingest.chunking import ChunkingConfig
 from rag_assets.config import Settings
 from rag_assets.ingest.discovery import discover
 from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import RagError
-from rag_assets.ingest.document_metadata import MetadataPolicy, complete
-from rag_assets.ingest.frontmatter import read_document
-from rag_assets.ingest.snippets import render_page
-from rag_assets.ingest.ids import assign_ids, distinct_chunks
+from rag_assets.ingest.document import ChunkSettings, ParseSettings, document_chunks
 from rag_assets.index.generation import bump_generation, read_generation
 from rag_assets.ingest.stages import INDEX_GROUP_CHUNKS, SnapshotCommits, chunking_fingerprint
-from rag_assets.ingest.markdown import split_markdown
 from rag_assets.index.chroma_store import ChromaStore
 from rag_assets.ingest.tokens import TokenCounter
 
@@ -51,9 +48,10 @@ def index_folder(
     the snapshot from the store."""
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
     config = ChunkingConfig.from_settings(settings)
-    policy = MetadataPolicy.from_settings(settings)
+    parse = ParseSettings.from_settings(settings)
+    setup = ChunkSettings(counter, config, embedder.fits)
     fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
-                                       policy.fingerprint)
+                                       parse.policy.fingerprint)
     store = ChromaStore.for_settings(settings, embedder)
     catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets,
                        scope=ScopeSettings.from_settings(settings))
@@ -69,9 +67,7 @@ def index_folder(
             stats["unchanged"] += 1
             continue
         try:
-            doc = complete(render_page(read_document(ref), ref, settings.max_file_bytes)[0], ref, policy)
-            chunks = distinct_chunks(assign_ids(
-                chunk_document(doc, split_markdown(doc.body), counter, config, fits=embedder.fits)))
+            chunks = document_chunks(ref, parse, setup).chunks
         except RagError as exc:  # one bad document must not stop the others
             errors.append({"doc_path": ref.doc_path, "error": str(exc)})
             continue

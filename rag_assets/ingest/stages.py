@@ -1,7 +1,8 @@
 """The per-document stages run over a batch of documents, with skip, failure isolation and stats.
 
 Each `run_*` function takes the documents of one run (possibly hundreds), does the stage's work
-only for documents whose input changed, records every failure against the document without
+(parse, split and chunk: one step each of rag_assets.ingest.document, the road every other way of
+ingesting a document takes too) only for documents whose input changed, records every failure against the document without
 stopping the others, and returns a StageReport the Dagster layer turns into metadata.
 Documents are handled in windows: each window's upstream records are read with one query and its
 results written in one transaction, so the cost per document is the work, not the bookkeeping.
@@ -12,7 +13,6 @@ the assets alike. No Dagster import here: the same functions run under plain pyt
 from __future__ import annotations
 
 import logging
-import statistics
 import time
 import traceback
 from collections import Counter
@@ -22,10 +22,11 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from rag_assets.ingest import document_metadata
+from rag_assets.ingest import ids, mdx
+from rag_assets.ingest.chunking import ChunkingConfig
+from rag_assets.ingest.document import (ChunkSettings, ParseSettings, chunk_blocks, parse_document, split_document,
+                                        token_stats)
 from rag_assets.ingest.document_metadata import MetadataPolicy
-from rag_assets.ingest import frontmatter, ids, markdown, mdx, snippets
-from rag_assets.ingest.chunking import ChunkingConfig, chunk_document
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.errors import DocumentError, EmbeddingServiceUnavailable, VectorDBUnavailableError
 from rag_assets.index.generation import bump_generation
@@ -204,12 +205,11 @@ def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
     """Frontmatter parsed, MDX rendered with imported snippets expanded (rag_assets.ingest.snippets),
     and the guaranteed metadata filled in (rag_assets.ingest.document_metadata); a document that
     misses required metadata fails by name (InvalidDocumentError)."""
+    parse = ParseSettings(policy, max_file_bytes)
+
     def work(ref: DocumentRef, _):
-        doc, mdx_stats = snippets.render_page(frontmatter.read_document(ref), ref, max_file_bytes)
-        warnings: list[str] = []  # logged where they arise, counted here
-        doc = document_metadata.complete(doc, ref, policy, warnings)
-        return asdict(doc), {"title": doc.title, "tags": len(doc.tags), "body_chars": len(doc.body), **mdx_stats,
-                             "metadata_warnings": len(warnings)}
+        doc, record = parse_document(ref, parse)
+        return asdict(doc), record
 
     report = _run_each(PARSED, refs, stages, policy.fingerprint, [], work, progress)
     report.stats = {
@@ -228,14 +228,12 @@ def run_split(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
 
     def work(ref: DocumentRef, inputs: list[dict]):
         nonlocal unclosed
-        blocks = markdown.split_markdown(inputs[0]["body"])
-        by_type = Counter(b.type.value for b in blocks)
-        totals.update(by_type)
-        flagged = sum(1 for b in blocks if b.unclosed)
-        unclosed += flagged
+        blocks, record = split_document(inputs[0]["body"])
+        totals.update(b.type.value for b in blocks)
+        unclosed += record["unclosed_blocks"]
         for warning in unclosed_warnings(ref.doc_path, blocks, inputs[0].get("body_start_line", 1)):
             log.warning("%s", warning)  # the ingestion contract: a WARNING for ambiguous markdown structure
-        return blocks_to_list(blocks), {**{f"blocks_{k}": v for k, v in by_type.items()}, "unclosed_blocks": flagged}
+        return blocks_to_list(blocks), record
 
     report = _run_each(BLOCKS, refs, stages, SPLIT_FINGERPRINT, [(PARSED, "")], work, progress)
     report.stats = {f"blocks_{k}": v for k, v in sorted(totals.items())}
@@ -277,37 +275,23 @@ def run_chunk(
     fingerprint: str,
     progress: Reporter = no_progress,
 ) -> StageReport:
-    from rag_assets.ingest.chunking import ChunkingStats
-
     token_counts: list[int] = []
-    oversized = 0
-    split = ChunkingStats()  # over all documents: code blocks and tables cut into pieces that fit
+    oversized = blocks_split = 0  # over all documents: code blocks and tables cut into pieces that fit
+    setup = ChunkSettings(counter, config, fits)
 
     def work(ref: DocumentRef, inputs: list):
-        nonlocal oversized
+        nonlocal oversized, blocks_split
         blocks_payload, parsed_payload = inputs
-        parsed = parsed_from_dict(parsed_payload)
-        mine = ChunkingStats()
-        chunks = ids.distinct_chunks(ids.assign_ids(
-            chunk_document(parsed, blocks_from_list(blocks_payload), counter, config, fits=fits, stats=mine)))
-        counts = [c.token_count for c in chunks]
-        token_counts.extend(counts)
-        big = sum(c.oversized for c in chunks)
-        oversized += big
-        split.blocks_split += mine.blocks_split
-        return [asdict(c) for c in chunks], {"chunks": len(chunks), **_token_stats(counts), "oversized_chunks": big,
-                                             "blocks_split": mine.blocks_split}
+        chunks, record = chunk_blocks(parsed_from_dict(parsed_payload), blocks_from_list(blocks_payload), setup)
+        token_counts.extend(c.token_count for c in chunks)
+        oversized += record["oversized_chunks"]
+        blocks_split += record["blocks_split"]
+        return [asdict(c) for c in chunks], record
 
     report = _run_each(CHUNKS, refs, stages, fingerprint, [(BLOCKS, SPLIT_FINGERPRINT), (PARSED, "")], work, progress)
-    report.stats = {"chunks": len(token_counts), **_token_stats(token_counts), "oversized_chunks": oversized,
-                    "blocks_split": split.blocks_split}
+    report.stats = {"chunks": len(token_counts), **token_stats(token_counts), "oversized_chunks": oversized,
+                    "blocks_split": blocks_split}
     return report
-
-
-def _token_stats(counts: list[int]) -> dict[str, int]:
-    if not counts:
-        return {"tokens_min": 0, "tokens_median": 0, "tokens_max": 0}
-    return {"tokens_min": min(counts), "tokens_median": int(statistics.median(counts)), "tokens_max": max(counts)}
 
 
 # 6. embedding ---------------------------------------------------------------------------------

@@ -46,11 +46,12 @@ def build_index_audit(corpus: Corpus, names: CorpusNames, group: str,
         started = time.perf_counter()
         store = vector_store.open(model, settings)
         refs = catalog.documents
+        within_limit, metadata_present = invariants.chunk_checks(stages, refs, model.fits)  # one read of the chunks
         findings = {
             AUDIT_CHECKS[0]: invariants.documents_indexed(stages, refs, catalog.errors),
             AUDIT_CHECKS[1]: invariants.index_matches_records(stages, refs, store, whole_store=True),
-            AUDIT_CHECKS[2]: invariants.chunks_within_limit(stages, refs, model.fits),
-            AUDIT_CHECKS[3]: invariants.chunk_metadata_complete(stages, refs),
+            AUDIT_CHECKS[2]: within_limit,
+            AUDIT_CHECKS[3]: metadata_present,
         }
         metadata = {
             "documents": len(refs),

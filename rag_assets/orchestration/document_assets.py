@@ -78,10 +78,8 @@ def _document_chunks(corpus: Corpus, names: CorpusNames, per_doc: dict, upstream
         stages = StageStore.for_settings(settings)
         refs = document_refs(context, settings, stages)
         report = run_chunk(refs, stages, counter, config, model.fits, fingerprint, progress_reporter(context))
-        checks = [
-            check_result(CHUNK_CHECKS[0], invariants.chunks_within_limit(stages, refs, model.fits)),
-            check_result(CHUNK_CHECKS[1], invariants.chunk_metadata_complete(stages, refs)),
-        ]
+        within_limit, metadata_present = invariants.chunk_checks(stages, refs, model.fits)  # one read of the chunks
+        checks = [check_result(CHUNK_CHECKS[0], within_limit), check_result(CHUNK_CHECKS[1], metadata_present)]
         return stage_result(context, report, checks, max_tokens=config.max_tokens, embedder_input_limit=model.max_input_tokens)
 
     return document_chunks

@@ -80,7 +80,11 @@ def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
     """Bring the synthetic set of the main docs folder (or of an extra corpus) up to date: only
     changed documents are read and asked about again. Of the main index, only the documents indexed
     at their current version and in the corpus's default language are asked about (an ingest stopped
-    half-way, a page left out of scope, a translation: never scored as if indexed)."""
+    half-way, a page left out of scope, a translation: never scored as if indexed), each read from the
+    records its ingest stages wrote (parsed documents and blocks: no file is parsed again); the
+    folder's files are parsed only where no such records can exist (an extra corpus, indexed directly;
+    a folder never ingested). The folder is still looked at (a stat per file against the catalog, a
+    hash of the changed ones only): that is what tells a page edited since it was indexed."""
     from rag_assets.evaluation.synthetic.build import build_synthetic_set
     from rag_assets.evaluation.synthetic.folder import folder_documents, synthetic_dir
 
@@ -91,9 +95,9 @@ def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
 
             stages = StageStore.for_settings(settings)
             known = stages.read_catalog()
-        except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed
+        except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed and read
             known = stages = None
-    sources, errors = folder_documents(settings, docs_dir, known)
+    sources, errors = folder_documents(settings, docs_dir, known, records=stages)
     for error in errors[:20]:
         log.warning(f"synthetic eval set: {error}")
     coverage = {"documents_found": len(sources)}
@@ -341,12 +345,14 @@ def build_evaluation_assets(corpus: Corpus, ingestion: IngestionAssets) -> Evalu
 
 
 def _synthetic_eval_set_asset(corpus: Corpus, ingestion: IngestionAssets) -> dg.AssetsDefinition:
-    """The corpus's synthetic_eval_set, after its document_catalog."""
+    """The corpus's synthetic_eval_set, after the assets whose records it reads: document_catalog,
+    parsed_documents and markdown_blocks (the pages and their blocks), vector_index (which pages are
+    indexed now)."""
     names = ingestion.names
     group = names.group(EVALUATION)
 
     @dg.asset(
-        deps=[ingestion.document_catalog],
+        deps=[ingestion.document_catalog, *ingestion.per_document[:2], ingestion.vector_index],
         key_prefix=names.prefix,
         group_name=group,
         description="Known-item questions generated from the documents (a synthetic eval set, versioned), "

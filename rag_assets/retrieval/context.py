@@ -1,13 +1,37 @@
 """What a retrieval is asked and what it returns: the request, the chunks, the context (plain
-dataclasses shared by the pipeline API, the answer generator and the CLI)."""
+dataclasses shared by the pipeline API, the answer generator and the CLI), and the relevance gate
+they all apply (``relevance_gate``; its threshold checked by ``validate_min_relevance``)."""
 
 from __future__ import annotations
 
 import dataclasses
+import numbers
+import statistics
 import uuid
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Sequence
+
+GATE_HEAD = 5  # the avg_relevance gate reads this many of the ranking's first candidates
+
+
+def relevance_gate(ranking: Sequence[Any], min_relevance: float) -> tuple[float, bool]:
+    """(avg_relevance, meets_threshold) of a ranking (SearchResults, best first): the mean dense cosine
+    of its first GATE_HEAD results (a result without one counts 0), and whether the ranking is not
+    empty and that mean reaches ``min_relevance``. The one gate of RAGPipeline.retrieve, `rag query`
+    and `rag serve`'s searches."""
+    head = [r.relevance or 0.0 for r in ranking[:GATE_HEAD]]
+    avg = statistics.fmean(head) if head else 0.0
+    return avg, bool(ranking) and avg >= min_relevance
+
+
+def validate_min_relevance(value: Any, default: float | None = None) -> float | None:
+    """A gate's threshold as a float (``default`` when None), else ValueError: a cosine is in [-1, 1]."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not -1.0 <= float(value) <= 1.0:
+        raise ValueError(f"min_relevance is a cosine similarity between -1 and 1, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)

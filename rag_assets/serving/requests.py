@@ -5,13 +5,13 @@ Every problem is a BadRequest (a ValueError) with one line naming the field."""
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rag_assets.answer.generation import MAX_SOURCES
-from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode
+from rag_assets.retrieval.context import validate_min_relevance
+from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode, validate_count
 
 MAX_CORPORA = 16  # corpora in one request
 
@@ -123,9 +123,10 @@ def _query(value: Any, name: str) -> str:
 
 
 def _count(value: Any, name: str, most: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        raise BadRequest(f"{name} must be an integer between 1 and {most}, got {value!r}")
-    return value
+    try:
+        return validate_count(value, name, most)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def _mode(value: Any) -> str | None:
@@ -164,8 +165,7 @@ def _corpora(value: Any) -> tuple[str, ...]:
 
 
 def _relevance(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not -1.0 <= float(value) <= 1.0:
-        raise BadRequest(f"min_relevance is a cosine similarity between -1 and 1, got {value!r}")
-    return float(value)
+    try:
+        return validate_min_relevance(value)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None

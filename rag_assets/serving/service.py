@@ -12,7 +12,6 @@ RECHECK_SECONDS, not on every request: an ingest's commit is searchable here at 
 from __future__ import annotations
 
 import logging
-import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -24,8 +23,9 @@ from rag_assets.config import Settings
 from rag_assets.corpus import DEFAULT_CORPUS, Corpus
 from rag_assets.embedding import embedder_key
 from rag_assets.index.generation import EMPTY, current_generation
-from rag_assets.pipeline import GATE_HEAD, RANKING_FLOOR, RAGPipeline, prefer_place
+from rag_assets.pipeline import RANKING_FLOOR, RAGPipeline, prefer_place
 from rag_assets.retrieval.across import merge_rankings
+from rag_assets.retrieval.context import relevance_gate
 from rag_assets.retrieval.filters import Filters
 from rag_assets.retrieval.query_cache import GenerationCache
 from rag_assets.retrieval.retriever import Retriever, SearchResult
@@ -151,9 +151,8 @@ class IndexService:
                                 "corpora": list(names), "min_relevance": threshold}
         if len(names) == 1:
             results = rankings[names[0]]
-            relevance = [r.relevance for r in results[:GATE_HEAD] if r.relevance is not None]
-            avg = statistics.fmean(relevance) if relevance else 0.0
-            body.update(avg_relevance=round(avg, 6), meets_threshold=bool(results) and avg >= threshold,
+            avg, meets = relevance_gate(results, threshold)
+            body.update(avg_relevance=round(avg, 6), meets_threshold=meets,
                         results=[_result(r, rank, names[0]) for rank, r in enumerate(results, 1)])
         else:
             models = {e.settings.model_name for e in entries}

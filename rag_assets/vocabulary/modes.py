@@ -68,6 +68,12 @@ class FusionMethod(str, enum.Enum):
 
 def validate_top_k(value: Any, name: str = "top_k") -> int:
     """``value`` as an int in 1..MAX_TOP_K, else ValueError (bools are not counts)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_TOP_K:
-        raise ValueError(f"{name} must be an integer between 1 and {MAX_TOP_K}, got {value!r}")
+    return validate_count(value, name, MAX_TOP_K)
+
+
+def validate_count(value: Any, name: str, most: int) -> int:
+    """``value`` as an int in 1..most, else ValueError naming it (bools are not counts): the one check
+    of a count a request carries (top_k, max_chunks, max_sources), for the API, the CLI and `rag serve`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= most:
+        raise ValueError(f"{name} must be an integer between 1 and {most}, got {value!r}")
     return int(value)

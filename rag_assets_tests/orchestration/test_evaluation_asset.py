@@ -232,6 +232,28 @@ def test_no_eval_set_scores_a_synthetic_set_labelled_synthetic(indexed, rag_env)
     assert again["documents_regenerated"] == 1 and again["documents_reused"] == 2 and again["documents_indexed"] == 3
 
 
+def test_the_synthetic_set_reads_the_stage_records_not_the_files(indexed, rag_env):
+    """Each page is asked about as its ingest stages recorded it: a file whose records are current is
+    not read again. The proof: rate-limits.md overwritten in place by bytes of the same size and
+    mtime (its stat, hence its catalog version, unchanged) still gives its recorded sections."""
+    import os
+
+    spec = synthetic_eval_set.specs_by_key[synthetic_eval_set.key]
+    upstream = {dep.asset_key.path[-1] for dep in spec.deps}
+    assert {"document_catalog", "parsed_documents", "markdown_blocks", "vector_index"} <= upstream  # lineage
+
+    doc = rag_env / "docs" / "rate-limits.md"
+    before = os.stat(doc)
+    with open(doc, "r+b") as f:  # the same inode, size and mtime: nothing a stat can tell
+        f.write(b"x" * before.st_size)
+    os.utime(doc, ns=(before.st_atime_ns, before.st_mtime_ns))
+    made = _materialized(dg.materialize([synthetic_eval_set], instance=indexed, resources=RESOURCES), "synthetic_eval_set")
+    assert (made["documents_found"], made["documents_indexed"], made["documents_regenerated"]) == (3, 3, 3)
+    lines = [json.loads(line) for line in open(made["path"], encoding="utf-8")]
+    expected = {(e["doc_path"], e.get("section")) for line in lines for e in line["expected"]}
+    assert ("rate-limits.md", "Requests per minute") in expected  # from the records: the file holds only x's
+
+
 def test_with_a_chat_model_configured_the_questions_are_llm_written(indexed, rag_env, monkeypatch):
     from rag_assets_tests.support.openai_server import OpenAIStubServer
 

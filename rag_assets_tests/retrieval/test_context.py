@@ -168,3 +168,22 @@ def test_the_pipeline_hands_on_the_context(index):
     out = pipeline.query("Where does the tapir feed and who counted the tapir herds?", top_k=2, min_relevance=0.0,
                          generate_answer=False)
     assert out["contexts"][0] == chunk.context
+
+
+def test_the_relevance_gate_reads_the_head_of_the_ranking_and_its_threshold_is_checked_once():
+    from rag_assets.retrieval.context import GATE_HEAD, relevance_gate, validate_min_relevance
+    from rag_assets.retrieval.retriever import SearchResult
+
+    def ranking(*cosines):
+        return [SearchResult(f"c{i}", "a.md", "", "", "text", 1.0, relevance=c) for i, c in enumerate(cosines)]
+
+    # the mean of the first GATE_HEAD results, however many follow (they rank below)
+    avg, meets = relevance_gate(ranking(0.5, 0.5, 0.5, 0.5, 0.5, -1.0, -1.0), 0.5)
+    assert GATE_HEAD == 5 and avg == 0.5 and meets
+    assert relevance_gate(ranking(0.6, 0.2), 0.4) == (pytest.approx(0.4), True)
+    assert relevance_gate(ranking(0.6, None), 0.4) == (0.3, False)  # a result without a cosine counts 0
+    assert relevance_gate([], -1.0) == (0.0, False)  # nothing found never meets it
+    assert validate_min_relevance(None, 0.25) == 0.25 and validate_min_relevance(1) == 1.0
+    for bad in (True, "0.3", 1.5, -2):
+        with pytest.raises(ValueError, match="min_relevance is a cosine similarity between -1 and 1"):
+            validate_min_relevance(bad)

@@ -3,11 +3,13 @@ labelled eval set. Plain Python (no Dagster): the ``synthetic_eval_set`` asset a
 call :func:`build.build_synthetic_set`.
 
 Modules, in the order a set is made: tuning (names and numbers), words, passages, offline (offline
-questions), llm (LLM-written ones), build (the set), folder (a docs folder as its documents).
+questions), llm (LLM-written ones), build (the set), folder (a docs folder as its documents: from
+the ingest stages' records where they exist, else from the files by the ingestion's own road).
 
 What a question is
 ------------------
-The documents are read as the ingestion reads them (frontmatter, MDX, ``split_markdown``) and cut
+The documents are read as the ingestion read them (its parsed and blocks records; a folder never
+ingested by rag_assets.ingest.document: frontmatter, MDX, ``split_markdown``) and cut
 into *passages*: a section of a document with headings (the intro before the first heading is the
 section named after the page title, as in chunking), or a paragraph of a document without headings.
 Passages with fewer than :data:`MIN_WORDS` words of prose (code and tables do not count) are skipped.
