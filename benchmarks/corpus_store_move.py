@@ -72,10 +72,11 @@ def old_way_ingest(docs: Path) -> dict:
     from rag_assets.orchestration import runs
 
     settings = Settings.from_env()
-    register(Corpus.named(NAME, docs, settings.corpora_dir), settings.corpora_dir)
-    Corpus.store_folder = lambda self, env=None: Settings.from_env(env).chroma_path  # the layout before
+    corpus = Corpus.named(NAME, docs, settings.corpora_dir, base=settings)
+    register(corpus, settings.corpora_dir)
+    Corpus.store_folder = lambda self: self.base_settings().chroma_path  # the layout before
     runs.move_to_own_store = lambda corpus: None
-    return asdict(runs.ingest(corpus=runs.corpus_definitions(NAME)))
+    return asdict(runs.ingest(corpus=runs.corpus_definitions(corpus)))
 
 
 def rag(*args: str) -> dict:

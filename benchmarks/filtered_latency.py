@@ -35,11 +35,12 @@ def main() -> int:
     parser.add_argument("--passes", type=int, default=2)
     args = parser.parse_args()
 
+    from rag_assets.config import Settings
     from rag_assets.embedding import load_embedder
     from rag_assets.pipeline import RAGPipeline
     from rag_assets.retrieval.filters import Filters
 
-    embedder = load_embedder()
+    embedder = load_embedder(Settings.from_env())
     source = ensure_source(args.workdir, embedder)
     ensure_scaled(args.workdir, embedder, source, args.size, noise=0.01)
     settings = _settings(args.workdir, f"scale_{args.size}")

@@ -100,6 +100,15 @@ class Settings:
     # (when more than mass_delete_min_documents are indexed; all of them, always) removes nothing
     max_delete_share: float = 0.5
     mass_delete_min_documents: int = 20
+    # How a command runs, not what an index holds: repr=False keeps these out of the settings digest
+    # of the no-op check (rag_assets.orchestration.noop_check), as they were before they were settings.
+    # seconds a `rag ingest` waits for another one's lock (negative: as long as it takes)
+    ingest_lock_timeout: float = field(default=-1.0, repr=False)
+    # Dagster's console log level in the CLI's own runs ("" = CRITICAL: the CLI reports failures itself)
+    log_level: str = field(default="", repr=False)
+    # the ragas judge's chat and embedding models (rag_assets.evaluation.ragas_scores.LLMConfig; "" = its defaults)
+    eval_llm_model: str = field(default="", repr=False)
+    eval_embedding_model: str = field(default="", repr=False)
     allow_mass_delete: bool = False
     # automation under `dagster dev`: how often docs_sensor looks at the folder, and how often
     # evaluation_sensor asks whether the index changed since the last evaluation. Dagster's sensor
@@ -203,6 +212,21 @@ class Settings:
         settings = cls(**values)
         return settings.resolved().validated()
 
+    def with_variables(self, variables: Mapping[str, str]) -> "Settings":
+        """These settings with configuration variables over them, named and spelled as in the
+        environment ({"RAG_DOCS_DIR": "/docs"}; empty values left out): a run's resource config
+        (rag_assets.orchestration.resources.RunSettingsResource). Reads no environment."""
+        by_var = {var: name for name, var in ENV_VARS.items()}
+        unknown = sorted(set(variables) - set(by_var))
+        if unknown:
+            raise ConfigurationError(f"unknown setting(s) {', '.join(unknown)} (docs/configuration.md lists them)")
+        chosen = {by_var[v]: _coerce(by_var[v], v, raw) for v, raw in variables.items() if raw not in (None, "")}
+        return replace(self, **chosen).resolved().validated() if chosen else self
+
+    def variables(self, names: tuple[str, ...]) -> dict[str, str]:
+        """These fields as configuration variables (with_variables' input); str, Path and number fields."""
+        return {ENV_VARS[name]: str(getattr(self, name)) for name in names}
+
     def resolved(self) -> "Settings":
         cwd = Path.cwd()
         paths = {
@@ -302,6 +326,10 @@ ENV_VARS: dict[str, str] = {
     "state_url": "RAG_STATE_URL",
     "documents_per_run": "RAG_DOCUMENTS_PER_RUN",
     "max_delete_share": "RAG_MAX_DELETE_SHARE",
+    "ingest_lock_timeout": "RAG_INGEST_LOCK_TIMEOUT",
+    "eval_llm_model": "RAG_EVAL_LLM_MODEL",
+    "eval_embedding_model": "RAG_EVAL_EMBEDDING_MODEL",
+    "log_level": "RAG_LOG_LEVEL",
     "mass_delete_min_documents": "RAG_MASS_DELETE_MIN_DOCUMENTS",
     "allow_mass_delete": "RAG_ALLOW_MASS_DELETE",
     "sensor_interval_seconds": "RAG_SENSOR_INTERVAL_SECONDS",

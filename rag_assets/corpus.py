@@ -1,6 +1,8 @@
 """A corpus: a named docs folder with its own index (vector store, state, eval sets and results).
 
-The project's own corpus is `default`: its settings are the environment's (`Settings.from_env`), its
+The project's own corpus is `default`: its settings are the base settings the edge resolved once (the
+component / code location, a resource, the CLI, the Python API's constructors: the environment's,
+with the CLI's `--docs-dir` / `--collection` over them) and that every corpus carries (`base`), its
 Dagster assets keep their plain keys (`document_chunks`), and it is what `rag` works on unless told
 otherwise. Every other corpus pins the settings that keep it apart — its docs folder, its embedded
 Chroma store and collection, state folder, eval sets and results, all under `RAG_CORPORA_DIR/<name>/`
@@ -31,9 +33,9 @@ import hashlib
 import json
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Union
 
 from rag_assets.config import Settings
 from rag_assets.errors import ConfigurationError
@@ -52,31 +54,54 @@ RESERVED = {
     "evaluation": "the default corpus's asset group",
 }
 log = logging.getLogger(__name__)
+# Where a corpus's base settings come from, as its edge says: the settings themselves (the CLI, the
+# Python API: resolved once), or the edge's own reader of them (the code location: the settings of
+# the process that runs a run or a sensor tick, read when it asks: Settings.from_env).
+SettingsSource = Union[Settings, Callable[[], Settings]]
+
+
+def resolve_settings(source: SettingsSource) -> Settings:
+    return source if isinstance(source, Settings) else source()
 
 
 @dataclass(frozen=True)
 class Corpus:
     name: str = DEFAULT_CORPUS
-    pinned: tuple[tuple[str, Any], ...] = ()  # Settings fields this corpus fixes (over the environment)
+    pinned: tuple[tuple[str, Any], ...] = ()  # Settings fields this corpus fixes (over the base settings)
+    # the settings resolved once at the edge (the default corpus's); nothing below the edge reads the
+    # environment. Not part of a corpus's identity: the same corpus over other settings is equal.
+    base: SettingsSource | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_default(self) -> bool:
         return self.name == DEFAULT_CORPUS
 
-    def settings(self, env: Mapping[str, str] | None = None) -> Settings:
-        """The corpus's settings now: its pinned fields over the environment over the defaults; a
-        named corpus's store is the one that holds its vectors now (store_folder)."""
-        settings = Settings.from_env(env, **dict(self.pinned))
+    def over(self, base: SettingsSource) -> "Corpus":
+        """The same corpus over the base settings an edge resolved."""
+        return replace(self, base=base)
+
+    def base_settings(self) -> Settings:
+        """The base settings (the default corpus's) this corpus was resolved over at the edge."""
+        if self.base is None:
+            raise ConfigurationError(f"corpus {self.name}: its settings were not resolved (Corpus.over(settings) at "
+                                     "the edge: the CLI, the component or code location, the Python API)")
+        return resolve_settings(self.base)
+
+    def settings(self) -> Settings:
+        """The corpus's settings now: its pinned fields over the base settings; a named corpus's store
+        is the one that holds its vectors now (store_folder)."""
+        base = self.base_settings()
         if self.is_default:
-            return settings
+            return base
+        settings = replace(base, **dict(self.pinned)).resolved().validated()
         if settings.chroma_host:
-            shared = Settings.from_env(env).collection
+            shared = base.collection
             if settings.collection == shared:
                 raise ConfigurationError(
                     f"corpus {self.name}'s collection {shared!r} is the default corpus's RAG_COLLECTION on the Chroma "
                     f"server {settings.chroma_host}: set RAG_COLLECTION to another name")
             return settings
-        store = self.store_folder(env)
+        store = self.store_folder()
         return settings if store == settings.chroma_path else replace(settings, chroma_path=store)
 
     @property
@@ -88,14 +113,14 @@ class Corpus:
         """A named corpus's own embedded store folder (`<corpora_dir>/<name>/chroma`)."""
         return dict(self.pinned).get("chroma_path")
 
-    def legacy_store(self, env: Mapping[str, str] | None = None) -> Path | None:
+    def legacy_store(self) -> Path | None:
         """The default corpus's store when it still holds this corpus's collection, put there before
         corpora had stores of their own (not yet moved: orchestration/corpus_stores.py); else None."""
         own = self.own_store
         if self.is_default or own is None or Path(own).exists():
             return None
         pinned = dict(self.pinned)
-        shared = Settings.from_env(env)
+        shared = self.base_settings()
         if shared.chroma_host:
             return None
         from rag_assets.index.chroma_store import embedded_collection_id
@@ -111,15 +136,16 @@ class Corpus:
             return shared.chroma_path
         return None
 
-    def store_folder(self, env: Mapping[str, str] | None = None) -> Path:
+    def store_folder(self) -> Path:
         """Where the corpus's embedded store is now: its own folder, or the default corpus's store
         while that still holds its collection (legacy_store)."""
-        return self.legacy_store(env) or self.own_store
+        return self.legacy_store() or self.own_store
 
     @classmethod
-    def named(cls, name: str, docs_dir: Path | str, corpora_dir: Path, **settings: Any) -> "Corpus":
+    def named(cls, name: str, docs_dir: Path | str, corpora_dir: Path, *, base: SettingsSource | None = None,
+              **settings: Any) -> "Corpus":
         """A corpus of its own: everything it writes under corpora_dir/<name>/, its own collection.
-        `settings` pins more fields (chunk sizes, embedder, required metadata, ...)."""
+        `settings` pins more fields (chunk sizes, embedder, required metadata, ...) over `base`."""
         name = validate_name(name)
         if name == DEFAULT_CORPUS:
             raise ConfigurationError(f"'{DEFAULT_CORPUS}' is the project's own corpus (RAG_DOCS_DIR); pick another name")
@@ -136,7 +162,7 @@ class Corpus:
             "eval_results_dir": home / "eval_results",
             **{k: v for k, v in settings.items() if v is not None},
         }
-        return cls(name, tuple(sorted(pinned.items())))
+        return cls(name, tuple(sorted(pinned.items())), base)
 
 
 def validate_name(name: str, *, new: bool = False) -> str:
@@ -164,13 +190,14 @@ def name_for_folder(folder: Path) -> str:
 
 
 # -- the registry of folders indexed with `rag ingest --docs-dir` ------------------------------------
-def registered(corpora_dir: Path) -> list[Corpus]:
-    """The corpora registered under corpora_dir, by name (a malformed entry names its file)."""
+def registered(corpora_dir: Path, base: SettingsSource | None = None) -> list[Corpus]:
+    """The corpora registered under corpora_dir, by name (a malformed entry names its file), over
+    the base settings."""
     found = []
     for entry in sorted(Path(corpora_dir).glob(f"*/{REGISTRY_FILE}")):
         try:
             data = json.loads(entry.read_text(encoding="utf-8"))
-            found.append(Corpus.named(data["name"], data["docs_dir"], corpora_dir))
+            found.append(Corpus.named(data["name"], data["docs_dir"], corpora_dir, base=base))
         except (OSError, ValueError, KeyError, TypeError, ConfigurationError) as exc:
             raise ConfigurationError(f"{entry}: not a corpus registration ({exc}); fix or delete it") from None
     return found
@@ -190,7 +217,8 @@ def owner_of(folder: Path, corpora: Iterable[Corpus]) -> Corpus | None:
     return next((c for c in corpora if c.docs_dir is not None and Path(c.docs_dir) == folder), None)
 
 
-def new_corpus_for(folder: Path, corpora_dir: Path, taken: Iterable[str], name: str | None = None) -> Corpus:
+def new_corpus_for(folder: Path, corpora_dir: Path, taken: Iterable[str], name: str | None = None,
+                   base: SettingsSource | None = None) -> Corpus:
     """A corpus for a folder nobody owns: named `name` (refused when it is not a name, reserved or
     taken), else after the folder (with a short hash when that name is reserved or taken)."""
     folder = Path(folder).expanduser().resolve()
@@ -199,22 +227,21 @@ def new_corpus_for(folder: Path, corpora_dir: Path, taken: Iterable[str], name: 
         validate_name(name, new=True)
         if name in taken:
             raise ConfigurationError(f"there is a corpus named {name!r} already (`rag corpora` lists them); pick another name")
-        return Corpus.named(name, folder, corpora_dir)
+        return Corpus.named(name, folder, corpora_dir, base=base)
     name = name_for_folder(folder)
     if name in taken or name in RESERVED:
         name = f"{name[:43]}_{hashlib.sha256(str(folder).encode()).hexdigest()[:6]}"
-    return Corpus.named(name, folder, corpora_dir)
+    return Corpus.named(name, folder, corpora_dir, base=base)
 
 
-def find_corpus(name: str | None, base: Settings | None = None, known: Iterable[Corpus] | None = None) -> Corpus:
-    """A corpus by name: None or `default` is the project's own, any other one of `known` (default:
-    the registered ones)."""
+def find_corpus(name: str | None, base: Settings, known: Iterable[Corpus] | None = None) -> Corpus:
+    """A corpus by name, over the base settings: None or `default` is the project's own, any other
+    one of `known` (default: the registered ones)."""
     if name in (None, "", DEFAULT_CORPUS):
-        return Corpus()
-    base = base or Settings.from_env()
-    known = list(registered(base.corpora_dir) if known is None else known)
+        return Corpus(base=base)
+    known = list(registered(base.corpora_dir, base) if known is None else known)
     found = next((c for c in known if c.name == name), None)
     if found is None:
         names = ", ".join([DEFAULT_CORPUS, *(c.name for c in known)])
         raise ConfigurationError(f"no corpus named {name!r} (known: {names}); `rag ingest --docs-dir DIR` makes one")
-    return found
+    return found if found.base is not None else found.over(base)

@@ -62,7 +62,8 @@ from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_que
 log = logging.getLogger(__name__)
 
 PIPELINE_TYPE = "rag_assets.retrieval.retriever"
-# retrievals run here so a caller can stop waiting (RAG_RETRIEVE_TIMEOUT_SECONDS); a few at once
+# retrievals run here so a caller can stop waiting (RAG_RETRIEVE_TIMEOUT_SECONDS); a few at once; one
+# pool for the process on purpose (threads are the process's, whatever pipelines it holds)
 _RETRIEVAL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-retrieve")
 RANKING_FLOOR = 20  # every max_chunks up to this reads the same ranking (its first max_chunks)
 PREFERENCE_PLACES = 3  # how far a chunk of the reader's chapter (RetrieveRequest.prefer) moves up
@@ -86,8 +87,8 @@ class RAGPipeline:
             from rag_assets.corpus import find_corpus
             from rag_assets.orchestration.component import known_corpora
 
-            base = settings or Settings.from_env()
-            settings = find_corpus(corpus, base, known_corpora(base.corpora_dir)).settings()
+            base = settings or Settings.from_env()  # the Python API's documented default: the environment, once
+            settings = find_corpus(corpus, base, known_corpora(base)).settings()
         settings = settings or Settings.from_env()
         return cls(Retriever.from_settings(settings, embedder=embedder), settings)
 

@@ -30,6 +30,9 @@ def no_progress(_event: ProgressEvent) -> None:
     pass
 
 
+# A process-wide registry on purpose: the listeners are the CLI's progress bars, and the events come
+# from inside the Dagster runs it executes in process, which take no callback (run config is data);
+# a listener is registered only for the `listening` block that shows it.
 _listeners: list[Reporter] = []
 _lock = threading.Lock()
 

@@ -397,7 +397,8 @@ def answer_from_context(
     llm: ChatLLM | None = None,
     start: float | None = None,
 ) -> Answer:
-    """Answer question from an already retrieved context (what RAGPipeline.query uses)."""
+    """Answer question from an already retrieved context (what RAGPipeline.query uses), with `llm`
+    or the chat model `settings` configure (one of them is required)."""
     start = time.perf_counter() if start is None else start
     sources = build_sources(context)
     log.info("retrieved %d source(s) (mean relevance %.3f, threshold %.2f, %s)",
@@ -410,7 +411,9 @@ def answer_from_context(
                       processing_time_ms=(time.perf_counter() - start) * 1000, **values)
 
     if llm is None:
-        llm = ChatLLM.from_settings(settings or Settings.from_env())
+        if settings is None:
+            raise TypeError("answer_from_context needs the chat model's settings or an llm")
+        llm = ChatLLM.from_settings(settings)
     if not sources:
         log.info("no relevant context: answering 'not found' without calling the chat model")
         return finish(answer=NOT_FOUND_ANSWER, tokens_used=0, model="")

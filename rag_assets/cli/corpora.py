@@ -16,19 +16,23 @@ import datetime
 import os
 import sys
 from pathlib import Path
+from typing import Mapping
 
 from rag_assets.config import Settings
 from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_for, owner_of, register, registered
 from rag_assets.errors import ConfigurationError
 
 
-def select_corpus(name: str | None, folder: str | None, *, create: bool, new_name: str | None = None) -> Corpus:
-    """The corpus a command works on (see the module docstring); `create` registers a new one,
-    named `new_name` when given (`rag ingest --name`)."""
-    base = Settings.from_env()
+def select_corpus(name: str | None, folder: str | None, *, create: bool, new_name: str | None = None,
+                  env: Mapping[str, str] | None = None) -> Corpus:
+    """The corpus a command works on (see the module docstring), as the environment `env` (default:
+    the process's) says; `create` registers a new one, named `new_name` when given (`rag ingest
+    --name`). The caller puts the settings it resolved under it (Corpus.over)."""
+    env = os.environ if env is None else env
+    base = Settings.from_env(env)
     if new_name is not None:
         return _named_corpus(new_name, name, folder, base)
-    if name == DEFAULT_CORPUS or (name is None and folder is None and not os.environ.get("RAG_DOCS_DIR")):
+    if name == DEFAULT_CORPUS or (name is None and folder is None and not env.get("RAG_DOCS_DIR")):
         return Corpus()
     # the registry and the default index are read first: the project's components only when they
     # are needed, since looking at them imports Dagster (a no-op `rag ingest` answers without it)
@@ -94,7 +98,7 @@ def _all_named(base: Settings) -> list[Corpus]:
     """The project's component corpora and the registered folders."""
     from rag_assets.orchestration.component import known_corpora
 
-    return known_corpora(base.corpora_dir)
+    return known_corpora(base)
 
 
 def _holds_markdown(folder: Path) -> bool:

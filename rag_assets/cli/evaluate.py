@@ -65,7 +65,7 @@ def run(args) -> int:
     against = _load_against(args.against) if args.against else None  # UsageError before anything runs
     from rag_assets.orchestration.runs import corpus_definitions
 
-    outcome = evaluate(args.eval_set, args.top_k or None, corpus=corpus_definitions(args.corpus.name))
+    outcome = evaluate(args.eval_set, args.top_k or None, corpus=corpus_definitions(args.corpus))
     if not outcome.success:
         print(f"rag: evaluation failed (run {outcome.run_id}): {outcome.error}", file=sys.stderr)
         return EXIT_PARTIAL

@@ -9,7 +9,6 @@ the command at once."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -69,7 +68,6 @@ def _run_ingest(args) -> int:
     from rag_assets.retrieval.snapshot_builds import snapshot_follows
 
     started = time.perf_counter()
-    scope_flags(args)
     settings = args.corpus.settings()  # validate configuration before any run starts
     # nothing changed since the last full ingest? answered without importing Dagster (~2 s); unless
     # the corpus's vectors are still in the default corpus's store: this ingest moves them out first
@@ -95,21 +93,23 @@ def _run_ingest(args) -> int:
     try:
         with _progress_bars(args):
             summary = ingest(allow_mass_delete=args.allow_mass_delete, workers=args.workers,
-                             corpus=corpus_definitions(args.corpus.name), look=look)
+                             corpus=corpus_definitions(args.corpus), look=look)
     finally:
         if warming is not None:
             warming.join()
     return print_summary(summary, args.json)
 
 
-def scope_flags(args) -> None:
+def scope_flags(args, env: dict[str, str]) -> dict[str, str]:
     """--languages / --include / --exclude: this command's RAG_LANGUAGES / RAG_INCLUDE / RAG_EXCLUDE
-    (set at the edge, as --collection is; the settings validate them)."""
+    over env (the settings the CLI resolves at its edge; the settings validate them)."""
+    env = dict(env)
     if getattr(args, "languages", None):
-        os.environ["RAG_LANGUAGES"] = args.languages
+        env["RAG_LANGUAGES"] = args.languages
     for flag, var in (("include", "RAG_INCLUDE"), ("exclude", "RAG_EXCLUDE")):
         if getattr(args, flag, None):
-            os.environ[var] = ";".join(getattr(args, flag))
+            env[var] = ";".join(getattr(args, flag))
+    return env
 
 
 def _nothing_to_index(settings) -> bool:
@@ -149,7 +149,7 @@ def _run_ingest_doc(args) -> int:
 
         StageStore.for_settings(settings).forget_fingerprints([doc_path])
     with _progress_bars(args):
-        summary = ingest(only_doc_paths=[doc_path], corpus=corpus_definitions(args.corpus.name))
+        summary = ingest(only_doc_paths=[doc_path], corpus=corpus_definitions(args.corpus))
     if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
         summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, refused, or left out of the corpus's scope)"})
         summary.documents_failed = len(summary.errors)

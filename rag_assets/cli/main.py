@@ -78,19 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         if across:
             args.corpus = across[0]
         if args.command not in ("corpora", "ui", "serve", "mcp"):
-            docs_dir = getattr(args, "docs_dir", None)
-            with imports_without_gc():  # sqlalchemy and the state database's modules: most of a no-op's time
-                from rag_assets.cli.corpora import select_corpus
-
-                args.corpus = select_corpus(args.corpus, docs_dir, create=args.command in ("ingest", "ingest-doc"),
-                                            new_name=getattr(args, "name", None))
-            if args.corpus.is_default and docs_dir:
-                os.environ["RAG_DOCS_DIR"] = str(Path(docs_dir).resolve())
-            if getattr(args, "collection", None):
-                if not args.corpus.is_default:
-                    raise ConfigurationError(f"corpus {args.corpus.name} has its own collection; --collection "
-                                             "applies to the default corpus only")
-                os.environ["RAG_COLLECTION"] = args.collection
+            args.corpus = _chosen_corpus(args)
         return {"corpora": corpora.run_corpora, "ingest": ingest.run_ingest, "ingest-doc": ingest.run_ingest_doc,
                 "query": query.run, "evaluate": evaluate.run, "ask": ask.run, "ui": ui.run,
                 "watch": watch.run, "serve": serve.run_serve, "mcp": serve.run_mcp}[args.command](args)
@@ -114,6 +102,30 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, "interrupted; finished runs are kept, the next `rag ingest` continues", 130, debug)
     except Exception as exc:  # a bug or an unexpected failure: still one line, the traceback on request
         return _unexpected(args, exc, debug)
+
+
+def _chosen_corpus(args):
+    """The corpus the command works on, over the settings resolved here once: the environment with
+    the command's flags over it (--languages, --include, --exclude; for the default corpus
+    --docs-dir and --collection). The runs it starts get them with the corpus (runs.corpus_definitions,
+    and run config for the runs it launches): os.environ is never written."""
+    from rag_assets.config import Settings
+
+    docs_dir = getattr(args, "docs_dir", None)
+    env = ingest.scope_flags(args, dict(os.environ))
+    with imports_without_gc():  # sqlalchemy and the state database's modules: most of a no-op's time
+        from rag_assets.cli.corpora import select_corpus
+
+        corpus = select_corpus(args.corpus, docs_dir, create=args.command in ("ingest", "ingest-doc"),
+                               new_name=getattr(args, "name", None), env=env)
+    if corpus.is_default and docs_dir:
+        env["RAG_DOCS_DIR"] = str(Path(docs_dir).resolve())
+    if getattr(args, "collection", None):
+        if not corpus.is_default:
+            raise ConfigurationError(f"corpus {corpus.name} has its own collection; --collection "
+                                     "applies to the default corpus only")
+        env["RAG_COLLECTION"] = args.collection
+    return corpus.over(Settings.from_env(env))
 
 
 def _unexpected(args, exc: BaseException, debug: bool) -> int:

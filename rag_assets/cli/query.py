@@ -119,7 +119,7 @@ def run_across(args, names: list[str]) -> int:
         print(f"rag: {exc}", file=sys.stderr)
         return EXIT_USAGE
     base = Settings.from_env()
-    known = known_corpora(base.corpora_dir)
+    known = known_corpora(base)
     pipelines = {}
     embedders = {}  # corpora with the same embedder settings share one model (loaded once)
     for name in names:

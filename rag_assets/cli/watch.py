@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from rag_assets.orchestration.runs import corpus_definitions, get_instance
+    from rag_assets.orchestration.runs import corpus_definitions, get_instance, index_resources
     from rag_assets.orchestration.watch import DocsWatcher, GraphQLSubmitter
 
     settings = args.corpus.settings()
@@ -41,7 +41,7 @@ def run(args) -> int:
     instance = get_instance()
     say(f"rag watch: following {settings.docs_dir} (corpus {args.corpus.name}); runs go to {submitter.url}; "
         "Ctrl-C stops")
-    DocsWatcher(corpus_definitions(args.corpus.name), instance, submitter,
+    DocsWatcher(corpus_definitions(args.corpus), instance, submitter, index_resources(),
                 say=say).follow(stop_event=stop)
     say("rag watch: stopped; docs_sensor follows the folder again")
     return 0

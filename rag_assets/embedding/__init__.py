@@ -41,9 +41,8 @@ def embedder_key(settings: Settings) -> tuple:
     return tuple((f, getattr(settings, f)) for f in EMBEDDER_FIELDS)
 
 
-def load_embedder(settings: Settings | None = None) -> Embedder:
+def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for (RAG_EMBEDDER, RAG_EMBEDDING_MODEL, ...); loads no model yet."""
-    settings = settings if settings is not None else Settings.from_env()
     if settings.embedder == OPENAI_EMBEDDER:
         return OpenAIEmbedder.from_settings(settings)
     if settings.embedder == LOCAL_EMBEDDER:
@@ -59,7 +58,8 @@ def load_embedder(settings: Settings | None = None) -> Embedder:
     raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")
 
 
-# every shared embedder something still holds (a pipeline, a run), and the last _KEPT asked for even when
+# A process-wide model cache on purpose (a loaded model is the process's most expensive object, and
+# the runs, pipelines and sensors of one process share it): every shared embedder something still holds (a pipeline, a run), and the last _KEPT asked for even when
 # nothing does: one model per configuration while it is used, without one kept alive per folder forever
 # (cache_dir is part of the key: a process that opens many folders, e.g. a test worker, grew to 3.9 GB)
 _SHARED: "weakref.WeakValueDictionary[tuple, Embedder]" = weakref.WeakValueDictionary()

@@ -33,11 +33,12 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 # must be set before ragas is imported anywhere: evaluate()/single_turn_score() send analytics otherwise
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
+from rag_assets.config import Settings  # noqa: E402
 from rag_assets.openai_errors import redact_url  # noqa: E402
 from rag_assets.evaluation.evalset import EvalQuestion  # noqa: E402
 from rag_assets.evaluation.matching import (  # noqa: E402
@@ -83,17 +84,14 @@ class LLMConfig:
     embedding_model: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "LLMConfig | None":
-        env = os.environ if env is None else env
-        key, url = env.get("OPENAI_API_KEY", "").strip(), env.get("OPENAI_BASE_URL", "").strip()
+    def from_settings(cls, settings: Settings) -> "LLMConfig | None":
+        """The judge the settings configure (OPENAI_API_KEY, OPENAI_BASE_URL, RAG_EVAL_LLM_MODEL,
+        RAG_EVAL_EMBEDDING_MODEL, as resolved at the edge); None without a key and an endpoint."""
+        key, url = (settings.openai_api_key or "").strip(), (settings.openai_base_url or "").strip()
         if not key or not url:
             return None
-        return cls(
-            api_key=key,
-            base_url=url,
-            model=env.get("RAG_EVAL_LLM_MODEL", "").strip() or DEFAULT_LLM_MODEL,
-            embedding_model=env.get("RAG_EVAL_EMBEDDING_MODEL", "").strip() or None,
-        )
+        return cls(api_key=key, base_url=url, model=settings.eval_llm_model.strip() or DEFAULT_LLM_MODEL,
+                   embedding_model=settings.eval_embedding_model.strip() or None)
 
     def __repr__(self) -> str:  # never print the key
         return f"LLMConfig(base_url={redact_url(self.base_url)!r}, model={self.model!r}, embedding_model={self.embedding_model!r})"
@@ -352,12 +350,12 @@ def _build_llm_metrics(config: LLMConfig, names: Sequence[str]) -> dict[str, Any
 def score_samples(
     samples: Sequence[RagasSample],
     *,
-    llm_config: LLMConfig | None | str = "env",
+    llm_config: LLMConfig | None = None,
     offline: bool = True,
 ) -> RagasResult:
-    """Offline metrics plus LLM-judged ones (``llm_config="env"`` reads the environment,
-    ``None`` = no LLM). Per-sample dicts and skip reasons of both parts are merged."""
-    config = LLMConfig.from_env() if llm_config == "env" else llm_config
+    """Offline metrics plus LLM-judged ones with ``llm_config`` (``None`` = no LLM; the caller's
+    settings make one: LLMConfig.from_settings). Per-sample dicts and skip reasons of both parts are merged."""
+    config = llm_config
     parts = []
     if offline:
         parts.append(score_offline(samples))

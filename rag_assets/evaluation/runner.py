@@ -257,12 +257,12 @@ def evaluate_retrieval(
     *,
     ks: Sequence[int] = KS,
     ragas: bool = True,
-    llm_config: Any = "env",
+    llm_config: Any = None,
     answer_fn: AnswerFn | None = None,
 ) -> EvaluationReport:
     """Search every question in every mode, score section- and document-level metrics, and
-    (``ragas=True``) the ragas metrics. ``llm_config``: ``"env"`` (read OPENAI_* variables),
-    ``None`` (no LLM) or a :class:`ragas_scores.LLMConfig`. ``answer_fn(question, results)``
+    (``ragas=True``) the ragas metrics. ``llm_config``: ``None`` (no LLM) or a
+    :class:`ragas_scores.LLMConfig` (the caller's settings make it: ``LLMConfig.from_settings``). ``answer_fn(question, results)``
     produces answers for the answer-level LLM metrics; without it they are skipped with a reason.
     A search that raises counts as zero results and its error is kept in the row."""
     if top_k < 1:

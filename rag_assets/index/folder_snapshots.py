@@ -24,6 +24,8 @@ import sqlalchemy as sa
 from rag_assets.index.state_db import StateDB, folder_snapshots
 
 KEEP = 8  # snapshots kept per owner: a cursor this many changes old can still be evaluated again
+# a process-wide cache of the last snapshot read per owner (a sensor tick or `rag watch` look reads
+# the one it wrote last time); keyed by database, so processes and folders never mix
 _CACHE: dict[tuple[str, str], tuple[str, dict]] = {}  # (database, owner) -> (snapshot id, look)
 _CACHE_LOCK = threading.Lock()
 

@@ -394,6 +394,8 @@ def _create_engine(url: str, is_sqlite: bool, read_only: bool = False) -> sa.Eng
     return engine
 
 
+# one engine (and its connection pool) per state database per process, as SQLAlchemy intends:
+# process-wide on purpose, like the databases themselves
 _OPEN: dict[str, StateDB] = {}
 _OPEN_LOCK = threading.Lock()
 

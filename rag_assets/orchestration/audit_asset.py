@@ -11,7 +11,7 @@ from rag_assets.index.stage_store import StageStore
 
 from .asset_support import check_result, check_specs
 from .naming import CorpusNames
-from .resources import EmbedderResource, VectorStoreResource
+from .resources import EmbedderResource, RunSettingsResource, VectorStoreResource
 
 AUDIT_CHECKS = ("audit_all_documents_indexed", "audit_no_orphan_vectors", "audit_chunks_within_embedder_limit",
                 "audit_chunk_metadata_present")
@@ -32,11 +32,12 @@ def build_index_audit(corpus: Corpus, names: CorpusNames, group: str,
         }),
     )
     def index_audit(
-        context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
+        context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource,
+        run_settings: RunSettingsResource,
     ) -> dg.MaterializeResult:
         """The whole index checked against the catalog and the records (run by nightly_reconcile, or
         on demand): what the per-run checks verify for their documents, for every document."""
-        settings = embedder.settings(corpus.settings())
+        settings = embedder.settings(run_settings.settings_for(corpus))
         model = embedder.get(settings)
         stages = StageStore.for_settings(settings)
         catalog = stages.read_catalog()

@@ -16,7 +16,7 @@ from rag_assets.ingest.stages import delete_orphans, find_orphans, remove_docume
 from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
 from .naming import CorpusNames
-from .resources import EmbedderResource, VectorStoreResource
+from .resources import EmbedderResource, RunSettingsResource, VectorStoreResource
 
 
 class CatalogConfig(dg.Config):
@@ -40,10 +40,11 @@ def build_document_catalog(corpus: Corpus, names: CorpusNames, partitions: dg.Dy
         config: CatalogConfig,
         embedder: EmbedderResource,
         vector_store: VectorStoreResource,
+        run_settings: RunSettingsResource,
     ) -> dg.MaterializeResult:
         """Every markdown file under the docs folder, fingerprinted; keeps the `documents` partitions,
         the stage records and the vector store in step with the folder."""
-        settings = embedder.settings(corpus.settings())
+        settings = embedder.settings(run_settings.settings_for(corpus))
         started = time.perf_counter()
         try:
             catalog = discover_for(settings)

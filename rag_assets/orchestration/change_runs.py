@@ -28,6 +28,7 @@ from rag_assets.models import Catalog
 
 from .fingerprints import stale_now
 from .partition_ranges import QUEUED_MAX_GAP, RangeRun, plan_runs
+from .resources import IndexResources
 
 
 @dataclass
@@ -46,11 +47,12 @@ class ChangePlan:
         return bool(self.document_runs or self.catalog)
 
 
-def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str], *,
+def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str], resources: IndexResources, *,
                      settle_seconds: float = DEFAULT_SETTLE_SECONDS, owner: str = "docs_sensor") -> ChangePlan:
     """The runs the folder's changes since `cursor` need; `existing`: the partition keys Dagster
-    has, in order; `owner`: whose looks the cursor names (the sensor's and `rag watch`'s are kept
-    apart). Raises FileNotFoundError when the docs folder is gone (nothing is removed)."""
+    has, in order; `resources`: the configured ones the runs use (staleness); `owner`: whose looks
+    the cursor names (the sensor's and `rag watch`'s are kept apart). Raises FileNotFoundError when
+    the docs folder is gone (nothing is removed)."""
     stages = StageStore.for_settings(settings)
     previous, stored, lost = _previous_look(stages, owner, cursor)
     recorded = stages.read_scope() or {}
@@ -85,7 +87,7 @@ def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str]
         # `rag ingest` or nightly_reconcile reports the refusal again
 
     known = set(existing)
-    stale = stale_now(changes.to_process, stages, settings)
+    stale = stale_now(changes.to_process, stages, settings, resources)
     to_process = [r for r in changes.to_process if r.doc_path in stale or r.partition_key not in known]
     plan.new_keys = [r.partition_key for r in to_process if r.partition_key not in known]
     order = list(existing) + plan.new_keys  # the order the partitions will have once added

@@ -40,9 +40,11 @@ def _folder(settings: Settings) -> Path:
 
 
 def _same_target(settings: Settings) -> None:
-    """The runs read the environment's configuration (as `rag ingest` does): a pipeline built for
-    another index must not write this one."""
-    env = Settings.from_env()
+    """The runs are the code location's default corpus's (its settings: the environment's, read once
+    when it loaded, as `rag ingest`'s): a pipeline built for another index must not write this one."""
+    from rag_assets.orchestration.definitions import DEFAULT
+
+    env = DEFAULT.corpus.settings()
     for name in ("docs_dir", "chroma_path", "state_dir", "collection", "chroma_host"):
         if str(getattr(settings, name)) != str(getattr(env, name)):
             raise ConfigurationError(
@@ -145,12 +147,13 @@ def _indexed_now(settings: Settings, going: list[Planned]) -> set[str]:
     runs): current in every stage, no failure recorded."""
     from rag_assets.index.stage_store import StageStore
     from rag_assets.orchestration.fingerprints import stale_now
+    from rag_assets.orchestration.runs import index_resources
 
     try:
         stages = StageStore.for_settings(settings)
         paths = [p.doc_path for p in going]
         refs = list(stages.catalog_by_doc_path(paths).values())
-        stale, failed = stale_now(refs, stages, settings), stages.failures(paths)
+        stale, failed = stale_now(refs, stages, settings, index_resources()), stages.failures(paths)
     except Exception:  # noqa: BLE001 - unknown: every document is put back, as for any other failure
         return set()
     ours = {r.doc_path for r in refs if r.doc_path not in stale and r.doc_path not in failed}

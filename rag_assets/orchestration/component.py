@@ -8,7 +8,9 @@ collection and state (rag_assets.corpus). Values may use Dagster's templating, e
 `embedding_model: "{{ env.MY_MODEL }}"`; secrets (OPENAI_API_KEY) stay in the environment.
 
 The project's own corpus is the component named `default` (rag_assets/corpora/default): its settings are
-the environment's (rag_assets.config), so RAG_DOCS_DIR & co. work as they always have.
+the environment's (rag_assets.config), so RAG_DOCS_DIR & co. work as they always have. The component is
+an edge: building its definitions reads the environment once (build_defs); everything under it is
+handed the settings.
 
 The corpus's assets need the `embedder` and `vector_store` resources, which a project defines once
 for all its corpora (rag_assets/corpora/resources.py).
@@ -23,7 +25,8 @@ import click
 import dagster as dg
 from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
 
-from rag_assets.corpus import DEFAULT_CORPUS, Corpus, validate_name
+from rag_assets.config import Settings
+from rag_assets.corpus import DEFAULT_CORPUS, Corpus, SettingsSource, resolve_settings, validate_name
 from rag_assets.errors import ConfigurationError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -95,10 +98,9 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
     reconcile_cron: str | None = None  # when its nightly_reconcile runs: "0 3 * * *"
     eval_dir: str | None = None  # its labelled eval sets (*.jsonl; relative to the project root); default: its own folder
 
-    def corpus(self, component_path: Path, project_root: Path) -> Corpus:
-        """The corpus this component declares (component_path: its defs folder)."""
-        from rag_assets.config import Settings
-
+    def corpus(self, component_path: Path, project_root: Path, base: SettingsSource) -> Corpus:
+        """The corpus this component declares (component_path: its defs folder), over the base
+        settings (the default corpus's: the environment's)."""
         name = self.name or Path(component_path).name
         chosen = {f: getattr(self, f) for f in SETTINGS_FIELDS if getattr(self, f) is not None}
         if name == DEFAULT_CORPUS:
@@ -106,7 +108,7 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
                 raise dg.DagsterInvalidDefinitionError(
                     f"{component_path}: the default corpus takes its settings from the environment "
                     "(RAG_DOCS_DIR, ...); declare another corpus for a folder with settings of its own")
-            return Corpus()
+            return Corpus(base=base)
         if not self.docs_dir:
             raise dg.DagsterInvalidDefinitionError(f"{component_path}/defs.yaml: corpus {name} needs a docs_dir")
         docs_dir = Path(self.docs_dir).expanduser()
@@ -114,21 +116,23 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
         if self.eval_dir:
             eval_dir = Path(self.eval_dir).expanduser()
             chosen["eval_dir"] = (eval_dir if eval_dir.is_absolute() else Path(project_root) / eval_dir).resolve()
-        corpora_dir = Settings.from_env().corpora_dir
         try:
-            return Corpus.named(name, docs_dir, corpora_dir, **chosen)
+            return Corpus.named(name, docs_dir, resolve_settings(base).corpora_dir, base=base, **chosen)
         except ConfigurationError as exc:
             raise dg.DagsterInvalidDefinitionError(f"{component_path}/defs.yaml: {exc}") from None
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         from rag_assets.orchestration.corpus_definitions import build_corpus_definitions
 
-        return build_corpus_definitions(self.corpus(context.path, context.project_root)).definitions()
+        # the edge: the component's corpus reads its settings (the environment's) through this reader,
+        # as the code location does (rag_assets.orchestration.definitions)
+        return build_corpus_definitions(self.corpus(context.path, context.project_root, Settings.from_env)).definitions()
 
 
-def component_corpora(project_root: Path = PROJECT_ROOT) -> list[Corpus]:
-    """The corpora declared as `rag_assets.MarkdownCorpus` components in the project's defs folder
-    (none when the package runs outside its project, e.g. installed from a wheel)."""
+def component_corpora(base: SettingsSource, project_root: Path = PROJECT_ROOT) -> list[Corpus]:
+    """The corpora declared as `rag_assets.MarkdownCorpus` components in the project's defs folder,
+    over the base settings (none when the package runs outside its project, e.g. installed from a
+    wheel)."""
     if not (project_root / "pyproject.toml").is_file():
         return []
     from dagster.components.core.component_tree import ComponentTree
@@ -140,15 +144,17 @@ def component_corpora(project_root: Path = PROJECT_ROOT) -> list[Corpus]:
     for loc, component_type, folder in declared_components(tree):  # the component's folder is its name
         if isinstance(component_type, type) and issubclass(component_type, MarkdownCorpus):
             try:
-                found.append(tree.load_component(loc).corpus(folder, project_root))
+                found.append(tree.load_component(loc).corpus(folder, project_root, base))
             except dg.DagsterInvalidDefinitionError as exc:
                 # the others still work (`dagster dev` shows the broken one as its code location's error)
                 log.warning("skipping a corpus: %s", exc)
     return found
 
 
-def known_corpora(corpora_dir: Path) -> list[Corpus]:
-    """Every named corpus: the project's components, then the folders registered by `rag ingest --docs-dir`."""
+def known_corpora(base: SettingsSource) -> list[Corpus]:
+    """Every named corpus, over the base settings: the project's components, then the folders
+    registered by `rag ingest --docs-dir` (under base.corpora_dir)."""
     from rag_assets.corpus import registered
 
-    return [c for c in [*component_corpora(), *registered(corpora_dir)] if not c.is_default]
+    corpora_dir = resolve_settings(base).corpora_dir
+    return [c for c in [*component_corpora(base), *registered(corpora_dir, base)] if not c.is_default]

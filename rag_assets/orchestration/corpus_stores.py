@@ -32,7 +32,6 @@ from pathlib import Path
 
 from filelock import Timeout
 
-from rag_assets.config import Settings
 from rag_assets.corpus import Corpus
 from rag_assets.index.chroma_store import copy_collection, delete_from_collection, drop_collection, embedded_collection_id
 from rag_assets.index.generation import bump_generation
@@ -62,7 +61,7 @@ def move_to_own_store(corpus: Corpus) -> StoreMove | None:
     if legacy is None:
         return None
     own = Path(corpus.own_store)
-    shared = Settings.from_env()
+    shared = corpus.base_settings()  # the default corpus's, as the edge resolved them
     lock = store_writer_lock(replace(shared, chroma_path=Path(legacy)))
     try:
         lock.acquire(timeout=0)
@@ -99,7 +98,7 @@ def move_to_own_store(corpus: Corpus) -> StoreMove | None:
 def _split_from_default(corpus: Corpus, legacy: Path, own: Path, stages: StageStore, collection: str) -> StoreMove:
     """The corpus's collection is the default corpus's own: an empty store of its own (its ingest
     indexes it from the embedding cache), and the chunks only it recorded out of the default's."""
-    default_stages = StageStore.for_settings(Corpus().settings())
+    default_stages = StageStore.for_settings(corpus.base_settings())
     theirs = stages.chunk_ids() - default_stages.chunk_ids()
     own.mkdir(parents=True)  # its store from now on, empty until the ingest indexes it
     removed = delete_from_collection(legacy, collection, sorted(theirs)) if embedded_collection_id(legacy, collection) else 0

@@ -3,7 +3,17 @@ the sensors and schedule that keep each index current, and the resources they sh
 
 The default corpus (RAG_DOCS_DIR) keeps the plain names; each corpus registered with `rag ingest
 --docs-dir` (rag_assets.corpus) or declared as a `rag_assets.MarkdownCorpus` component gets a set of
-its own, prefixed with its name."""
+its own, prefixed with its name.
+
+This module is an edge: the code location's settings are the environment's. Its corpora are built
+over Settings.from_env itself (the reader, not a value: rag_assets.corpus.SettingsSource), so a run
+or a sensor tick works with the settings of the process that runs it, as Dagster's code server and
+run workers have them; nothing under the code location reads the environment. The corpora found
+at load (the registry under RAG_CORPORA_DIR) are read once, here.
+
+Its module-level objects are the code location itself: Dagster loads `defs` from this module, once
+per process, and they are never changed afterwards (a corpus registered later, or the default one
+over the CLI's `--docs-dir`, is built by whoever needs it: runs.corpus_definitions)."""
 
 from __future__ import annotations
 
@@ -11,7 +21,8 @@ import logging
 
 import dagster as dg
 
-from rag_assets.corpus import Corpus, registered
+from rag_assets.config import Settings
+from rag_assets.corpus import Corpus, SettingsSource, registered, resolve_settings
 from rag_assets.errors import ConfigurationError
 
 from .component import component_corpora
@@ -37,30 +48,30 @@ def project_definitions(corpora: list[CorpusDefinitions]) -> dg.Definitions:
     )
 
 
-def registered_corpora() -> list[Corpus]:
+def registered_corpora(base: SettingsSource) -> list[Corpus]:
     """The folders indexed with `rag ingest --docs-dir`; a broken registration is logged, not fatal
     (the code location must still load)."""
     try:
-        return registered(Corpus().settings().corpora_dir)
+        return registered(resolve_settings(base).corpora_dir, base)
     except ConfigurationError as exc:
         logging.getLogger("rag_assets").warning("corpora: %s", exc)
         return []
 
 
-def load_corpora() -> dict[str, CorpusDefinitions]:
-    """Every corpus of the project: the defs folder's components (the default one among them), then
-    the folders registered by `rag ingest --docs-dir`. Names are unique."""
+def load_corpora(base: SettingsSource) -> dict[str, CorpusDefinitions]:
+    """Every corpus of the project over the base settings: the defs folder's components (the default
+    one among them), then the folders registered by `rag ingest --docs-dir`. Names are unique."""
     corpora: dict[str, Corpus] = {}
-    for corpus in [*component_corpora(), *registered_corpora()]:
+    for corpus in [*component_corpora(base), *registered_corpora(base)]:
         if corpus.name in corpora:
             raise ConfigurationError(f"two corpora are named {corpus.name!r}: {corpora[corpus.name].docs_dir} and "
                                      f"{corpus.docs_dir}")
         corpora[corpus.name] = corpus
-    corpora.setdefault(Corpus().name, Corpus())  # the project's own corpus, declared or not
+    corpora.setdefault(Corpus().name, Corpus(base=base))  # the project's own corpus, declared or not
     return {name: build_corpus_definitions(c) for name, c in sorted(corpora.items(), key=lambda kv: kv[0] != "default")}
 
 
-CORPORA = load_corpora()
+CORPORA = load_corpora(Settings.from_env)  # the edge: see the module docstring
 DEFAULT = CORPORA[Corpus().name]
 defs = project_definitions(list(CORPORA.values()))
 

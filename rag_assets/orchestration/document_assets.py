@@ -16,7 +16,7 @@ from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 from .asset_support import check_result, check_specs, document_refs, progress_reporter, stage_result
 from .fingerprints import chunking_fingerprint_for, chunking_setup
 from .naming import CorpusNames
-from .resources import EmbedderResource, VectorStoreResource
+from .resources import EmbedderResource, RunSettingsResource, VectorStoreResource
 
 CHUNK_CHECKS = ("chunks_within_embedder_limit", "chunk_metadata_present")
 INDEX_CHECKS = ("all_documents_indexed", "index_matches_records")
@@ -36,9 +36,9 @@ def build_document_assets(corpus: Corpus, names: CorpusNames, per_doc: dict,
 def _parsed_documents(corpus: Corpus, per_doc: dict, upstream: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """YAML frontmatter and the markdown body of each document."""
     @dg.asset(deps=[upstream], **per_doc)
-    def parsed_documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def parsed_documents(context: dg.AssetExecutionContext, run_settings: RunSettingsResource) -> dg.MaterializeResult:
         """YAML frontmatter (safe-loaded) -> title, description, tags, metadata; the markdown body."""
-        settings = corpus.settings()
+        settings = run_settings.settings_for(corpus)
         stages = StageStore.for_settings(settings)
         refs = document_refs(context, settings, stages)
         report = run_parse(refs, stages, progress_reporter(context), MetadataPolicy.from_settings(settings), settings.max_file_bytes)
@@ -51,9 +51,9 @@ def _parsed_documents(corpus: Corpus, per_doc: dict, upstream: dg.AssetsDefiniti
 def _markdown_blocks(corpus: Corpus, per_doc: dict, upstream: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """The structural blocks of each parsed document."""
     @dg.asset(deps=[upstream], **per_doc)
-    def markdown_blocks(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def markdown_blocks(context: dg.AssetExecutionContext, run_settings: RunSettingsResource) -> dg.MaterializeResult:
         """Structural blocks: headings, prose, atomic code fences, pipe tables and ::: admonitions."""
-        settings = corpus.settings()
+        settings = run_settings.settings_for(corpus)
         stages = StageStore.for_settings(settings)
         return stage_result(context, run_split(document_refs(context, settings, stages), stages, progress_reporter(context)))
 
@@ -70,9 +70,10 @@ def _document_chunks(corpus: Corpus, names: CorpusNames, per_doc: dict, upstream
         }),
         **per_doc,
     )
-    def document_chunks(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
+    def document_chunks(context: dg.AssetExecutionContext, embedder: EmbedderResource,
+                        run_settings: RunSettingsResource) -> dg.MaterializeResult:
         """Heading-aware chunks sized in tiktoken tokens to fit the embedder; deterministic ids and hashes."""
-        settings = embedder.settings(corpus.settings())
+        settings = embedder.settings(run_settings.settings_for(corpus))
         model, config, counter, fingerprint = chunking_setup(embedder, settings)
         stages = StageStore.for_settings(settings)
         refs = document_refs(context, settings, stages)
@@ -87,9 +88,10 @@ def _document_chunks(corpus: Corpus, names: CorpusNames, per_doc: dict, upstream
 def _chunk_embeddings(corpus: Corpus, per_doc: dict, upstream: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """One vector per distinct chunk text of each document."""
     @dg.asset(deps=[upstream], **per_doc)
-    def chunk_embeddings(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
+    def chunk_embeddings(context: dg.AssetExecutionContext, embedder: EmbedderResource,
+                         run_settings: RunSettingsResource) -> dg.MaterializeResult:
         """One vector per distinct chunk text, cached by (model, content hash): nothing is embedded twice."""
-        settings = embedder.settings(corpus.settings())
+        settings = embedder.settings(run_settings.settings_for(corpus))
         model = embedder.get(settings)
         stages = StageStore.for_settings(settings)
         report = run_embed(
@@ -112,11 +114,12 @@ def _vector_index(corpus: Corpus, names: CorpusNames, per_doc: dict, upstream: d
         **per_doc,
     )
     def vector_index(
-        context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource
+        context: dg.AssetExecutionContext, embedder: EmbedderResource, vector_store: VectorStoreResource,
+        run_settings: RunSettingsResource,
     ) -> dg.MaterializeResult:
         """The vector store: per-document replace (new chunks written first, stale ones deleted after),
         several documents per store call; then the search snapshot queries read, committed per group."""
-        settings = embedder.settings(corpus.settings())
+        settings = embedder.settings(run_settings.settings_for(corpus))
         model = embedder.get(settings)
         stages = StageStore.for_settings(settings)
         refs = document_refs(context, settings, stages)

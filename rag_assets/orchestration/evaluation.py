@@ -174,13 +174,15 @@ def _synthetic_for_evaluation(context, settings, synthetic_key: dg.AssetKey):
 
 
 def _score(questions, model, store, settings, modes, top_k, results_dir, eval_set: dict):
+    from rag_assets.evaluation.ragas_scores import LLMConfig
     from rag_assets.evaluation.runner import EvaluationReport, evaluate_retrieval
     from rag_assets.retrieval.retriever import Retriever
 
     retriever = Retriever(model, store, settings)
     started = time.perf_counter()
     previous = EvaluationReport.latest_saved(results_dir)  # read before this run's save replaces it
-    report = evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k)
+    report = evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k,
+                                llm_config=LLMConfig.from_settings(settings))
     report.eval_set = eval_set
     if previous is not None:
         report.compare_with(*previous)  # did the index move its figures, beyond the eval set's noise?

@@ -11,7 +11,7 @@ from rag_assets.ingest.stages import Fingerprints, chunking_fingerprint, index_f
 from rag_assets.ingest.tokens import TokenCounter
 from rag_assets.models import DocumentRef
 
-from .resources import EmbedderResource, VectorStoreResource
+from .resources import EmbedderResource, IndexResources, VectorStoreResource
 
 
 def chunking_setup(embedder_resource: EmbedderResource, settings: Settings):
@@ -42,7 +42,9 @@ def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreRe
     )
 
 
-def stale_now(refs: Sequence[DocumentRef], stages: StageStore, settings: Settings) -> dict[str, str]:
-    """ingestion.stale_documents against the corpus's embedder and store: the one staleness rule
-    that `rag ingest`, the sensor and the schedule ask (doc_path -> why)."""
-    return stale_documents(refs, stages, current_fingerprints(EmbedderResource(), VectorStoreResource(), settings))
+def stale_now(refs: Sequence[DocumentRef], stages: StageStore, settings: Settings,
+              resources: IndexResources) -> dict[str, str]:
+    """ingestion.stale_documents against the corpus's embedder and store as `resources` are
+    configured (those the runs use): the one staleness rule that `rag ingest`, the sensor and the
+    schedule ask (doc_path -> why)."""
+    return stale_documents(refs, stages, current_fingerprints(resources.embedder, resources.vector_store, settings))

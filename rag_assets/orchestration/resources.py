@@ -7,15 +7,16 @@ from the environment by the embedder, so they never show in run config or the UI
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 import dagster as dg
 from filelock import FileLock
 
 from rag_assets.config import Settings
+from rag_assets.corpus import Corpus
 from rag_assets.embedding import Embedder, shared_embedder
 from rag_assets.index.embedding_cache import EmbeddingCache
 from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
@@ -41,6 +42,22 @@ def store_writer_lock(settings: Settings) -> FileLock | None:
     folder = Path(settings.chroma_path)
     folder.mkdir(parents=True, exist_ok=True)
     return FileLock(str(folder / STORE_WRITER_LOCK_NAME), is_singleton=True, thread_local=False)
+
+
+class RunSettingsResource(dg.ConfigurableResource):
+    """A run's settings over its corpus's: configuration variables by name, as the environment spells
+    them ({"RAG_DOCS_DIR": "/abs/docs", "RAG_COLLECTION": "x"}; docs/configuration.md). Empty: the
+    corpus's settings as its code location resolved them. The CLI passes its flags (--docs-dir,
+    --collection, --languages, --include, --exclude) to the runs it launches in other processes this
+    way (`rag ingest --workers N`); the launchpad can do the same. A named corpus's own fields (its
+    folder, collection, store, state) stay its own."""
+
+    variables: dict[str, str] = {}
+
+    def settings_for(self, corpus: Corpus) -> Settings:
+        if not self.variables:
+            return corpus.settings()
+        return corpus.over(corpus.base_settings().with_variables(self.variables)).settings()
 
 
 class EmbedderResource(dg.ConfigurableResource):
@@ -97,6 +114,20 @@ class VectorStoreResource(dg.ConfigurableResource):
             yield self.open(embedder, base)
 
 
+@dataclass(frozen=True)
+class IndexResources:
+    """The configured embedder and vector store a corpus's runs use, as the staleness rule asks them
+    (fingerprints.stale_now): a sensor or schedule tick gets them from Dagster, the CLI from the
+    definitions its runs execute (rag_assets.orchestration.definitions.RESOURCES)."""
+
+    embedder: EmbedderResource
+    vector_store: VectorStoreResource
+
+    @classmethod
+    def of(cls, resources: Mapping[str, Any]) -> "IndexResources":
+        return cls(resources["embedder"], resources["vector_store"])
+
+
 def project_resources() -> dict[str, dg.ConfigurableResource]:
     """The resources every corpus's assets use, under the keys they ask for."""
-    return {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+    return {"embedder": EmbedderResource(), "vector_store": VectorStoreResource(), "run_settings": RunSettingsResource()}

@@ -46,6 +46,7 @@ from typing import Iterator, Sequence
 import dagster as dg
 from filelock import FileLock, Timeout
 
+from rag_assets.corpus import Corpus
 from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableError
 
 from rag_assets.ingest.catalog import catalog_run_needed, content_changed, only_added, touched_documents, vanished_documents
@@ -58,7 +59,7 @@ from rag_assets.index.stage_store import INDEXED, StageStore
 from rag_assets.retrieval.snapshot_writer import ensure_snapshot
 
 from rag_assets.orchestration.corpus_definitions import CorpusDefinitions, build_corpus_definitions
-from rag_assets.orchestration.definitions import CORPORA, DEFAULT, project_definitions
+from rag_assets.orchestration.definitions import CORPORA, DEFAULT, RESOURCES, project_definitions
 from . import stopping
 from .corpus_stores import move_to_own_store
 from .evaluation import SYNTHETIC_PREFIX
@@ -70,7 +71,7 @@ from .interrupt_logging import cancel_if_stopped, interrupt_logging_config
 from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
-from .resources import store_writer_lock
+from .resources import IndexResources, store_writer_lock
 from .sensors import CORPUS_TAG
 
 # every in-process run of an ingest carries a tag of its own: a run that a Ctrl-C caught while
@@ -102,28 +103,23 @@ def get_instance() -> dg.DagsterInstance:
         return without_compute_log_capture(dg.DagsterInstance.get())
 
 
-def _lock_timeout() -> float:
-    raw = os.environ.get(INGEST_LOCK_TIMEOUT_VAR, "").strip()
-    if not raw:
-        return -1
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigurationError(f"{INGEST_LOCK_TIMEOUT_VAR} must be a number of seconds, got {raw!r}") from None
+def index_resources() -> IndexResources:
+    """The configured embedder and vector store the CLI's runs execute with (the code location's)."""
+    return IndexResources.of(RESOURCES)
 
 
-def corpus_definitions(name: str | None = None) -> CorpusDefinitions:
-    """A corpus's Dagster objects by name (None: the default corpus)."""
-    from rag_assets.corpus import find_corpus
-
-    from .component import known_corpora
-
-    if name is None:
+def corpus_definitions(corpus: Corpus | None = None) -> CorpusDefinitions:
+    """A corpus's Dagster objects for the settings it carries (the CLI's: its flags over the
+    environment; None: the default corpus as the code location has it). The code location's own
+    objects when it loaded this corpus over the same settings; else built for them (a corpus
+    registered after this process loaded the code location, or `--docs-dir` / `--collection` for
+    the default corpus): the runs the CLI starts in this process then work on what it was told."""
+    if corpus is None:
         return DEFAULT
-    if name not in CORPORA:  # registered after this process loaded the definitions
-        base = DEFAULT.corpus.settings()
-        CORPORA[name] = build_corpus_definitions(find_corpus(name, base, known_corpora(base.corpora_dir)))
-    return CORPORA[name]
+    loaded = CORPORA.get(corpus.name)
+    if loaded is not None and loaded.corpus == corpus and loaded.corpus.base_settings() == corpus.base_settings():
+        return loaded
+    return build_corpus_definitions(corpus)
 
 
 @functools.lru_cache(maxsize=None)
@@ -133,20 +129,21 @@ def _asset_job(corpus: CorpusDefinitions) -> dg.JobDefinition:
 
 
 @contextmanager
-def ingest_lock(state_dir: Path):
-    """Hold the state folder's ingest lock; yields the seconds spent waiting for it.
+def ingest_lock(state_dir: Path, timeout: float = -1):
+    """Hold the state folder's ingest lock (waiting at most `timeout` seconds, negative: as long as
+    it takes; Settings.ingest_lock_timeout); yields the seconds spent waiting for it.
 
     A second ingest waits (saying so on stderr) rather than failing: when it gets the lock, the
     documents the first one indexed are current and it has nothing left to do."""
-    with _holding(ingest_lock_file(state_dir), "another ingest is running") as waited:
+    with _holding(ingest_lock_file(state_dir), "another ingest is running", timeout) as waited:
         yield waited
 
 
 @contextmanager
-def _holding(lock: FileLock, who: str):
+def _holding(lock: FileLock, who: str, timeout: float):
     """Hold `lock`; when another process has it, say so on stderr (`who` holds it) and wait, for at
-    most RAG_INGEST_LOCK_TIMEOUT seconds. Yields the seconds spent waiting."""
-    timeout = _lock_timeout()
+    most `timeout` seconds (RAG_INGEST_LOCK_TIMEOUT; negative: as long as it takes). Yields the
+    seconds spent waiting."""
     waited = 0.0  # taken at once: no wait (an ingest given a FolderLook relies on it)
     try:
         lock.acquire(timeout=0)
@@ -192,7 +189,7 @@ def _execute(
     the run (outside its interrupt handling) raises KeyboardInterrupt here: a run it left unfinished
     is marked canceled."""
     launch = uuid.uuid4().hex
-    config = {**(run_config or {}), **_console_logging()}
+    config = {**(run_config or {}), **_console_logging(corpus)}
     config["loggers"] = {**config["loggers"], **interrupt_logging_config()}
     # under a stop watch (stopping.py), which records every signal, Dagster's interrupt capture is
     # held around the whole run: a signal during its creation is raised by its first step
@@ -257,7 +254,7 @@ def documents_to_run(instance: dg.DagsterInstance, refs: Sequence[DocumentRef], 
                      corpus: CorpusDefinitions = DEFAULT) -> list[DocumentRef]:
     """The stale documents (ingestion.stale_documents, the one rule), plus any whose partition
     Dagster has not seen materialized (e.g. a wiped Dagster storage): everything else is done."""
-    stale = stale_now(refs, stages, corpus.corpus.settings())
+    stale = stale_now(refs, stages, corpus.corpus.settings(), index_resources())
     materialized = _materialized(instance, corpus.ingestion.vector_index.key, [r.partition_key for r in refs])
     return [r for r in refs if r.doc_path in stale or r.partition_key not in materialized]
 
@@ -307,7 +304,7 @@ def ingest(
     summary = IngestSummary()
     with stopping.stop_on_signals() as watch:
         try:
-            with ingest_lock(settings.state_dir) as waited:
+            with ingest_lock(settings.state_dir, settings.ingest_lock_timeout) as waited:
                 summary.lock_wait_seconds = round(waited, 3)
                 _ingest_corpus(summary, only_doc_paths, allow_mass_delete, workers, corpus, None if waited else look,
                                watch, removing)
@@ -336,7 +333,8 @@ def _ingest_corpus(summary: IngestSummary, only_doc_paths, allow_mass_delete: bo
             _say_moved(moved)
             settings = corpus.corpus.settings()  # its own store from now on
         writer = store_writer_lock(settings) if workers == 1 else None
-        with _holding(writer, "another process is writing the vector store") if writer else nullcontext():
+        with (_holding(writer, "another process is writing the vector store", settings.ingest_lock_timeout)
+              if writer else nullcontext()):
             # the store is this process's alone from here: its collection loads while the runs start
             opening = open_in_background(settings) if writer is not None else None
             try:
@@ -430,7 +428,6 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
                    watch: stopping.StopWatch | None = None, removing: Sequence[str] = ()) -> IngestSummary:
     """The ingest, its locks held; fills `summary` as it goes (what a stop leaves of it is true)."""
     settings = corpus.corpus.settings()
-    document_catalog = corpus.ingestion.document_catalog
     instance = get_instance()
     if watch is not None:
         watch.instance = instance  # an interrupted run is marked canceling there (interrupt_logging)
@@ -453,16 +450,7 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     # Dagster's partitions are still the stored catalog's, and only what the folder changed can be stale
     trusted = look is not None and look.base_current and look.runs == runs_at_start
     if only_doc_paths is not None:
-        # no stored catalog yet: a folder never catalogued is empty to begin with
-        base = stored if stored is not None else Catalog(docs_dir=seen.docs_dir, documents=[])
-        added = only_added(base, seen, set(only_doc_paths))
-        if added:  # new files of these paths are all that changed: registered here, no catalog run
-            instance.add_dynamic_partitions(corpus.ingestion.partitions.name, [d.partition_key for d in added])
-            if stored is None:
-                stages.write_catalog(replace(base, documents=added))
-            else:
-                stages.add_to_catalog(added)
-            stored = replace(base, documents=[*base.documents, *added])
+        stored = _register_added(instance, corpus, stages, stored, seen, only_doc_paths)
     if removing and not allow_mass_delete:
         # documents deleted on purpose are not a folder emptied by accident: when they are all the
         # indexed documents that vanished, the guard lets them go (anything else indexed that vanished
@@ -473,32 +461,10 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     ran_catalog = catalog_run_needed(stored, seen) or not trusted and set(
         instance.get_dynamic_partitions(corpus.ingestion.partitions.name)) != {d.partition_key for d in seen.documents}
     if ran_catalog:
-        config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
-        catalog_run = _execute(instance, corpus, [document_catalog], run_config=config)
-        summary.run_ids.append(catalog_run.run_id)
-        if _was_stopped(instance, catalog_run):
-            summary.documents_discovered = len(seen.documents) + len(seen.errors)
-            summary.interrupted = _signal_name(watch)
+        seen = _run_catalog(instance, corpus, summary, stages, seen, allow_mass_delete, watch)
+        if seen is None:  # stopped
             return summary
-        if not catalog_run.success:
-            raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
-        catalog_meta = _materialization_metadata(catalog_run).get(document_catalog.key.to_user_string(), {})
-        summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
-        summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
-        summary.removal_refused = str(catalog_meta.get("removal_refused") or "")
-        if not summary.removal_refused:
-            seen = stages.read_catalog()
-        # refused: the stored catalog still lists the vanished documents; the folder as just seen
-        # is what the runs below index
-    if not partial:
-        # what this look left out of scope, for the summary and `rag corpora` (a moved-only look left
-        # out nothing new: noop_check hands the whole look over when a moved page's facts moved)
-        summary.left_out, summary.default_language = dict(left_out_counts(look_scope.left_out)), look_scope.default_language
-        stages.write_scope(look_scope)
-    else:
-        recorded = stages.read_scope() or {}
-        summary.left_out = dict(recorded.get("left_out") or {})
-        summary.default_language = str(recorded.get("default_language") or "")
+    _record_scope(summary, stages, look_scope, partial)
     catalog = seen
     refs = catalog.documents
     if only_doc_paths is not None:
@@ -534,6 +500,68 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
     if only_doc_paths is None:
         _remember_if_current(instance, settings, stages, corpus, catalog, todo, failed, pending, vanished, summary,
                              runs_at_start, look, partial)
+    _count_documents(summary, stages, todo, failed, pending, vanished, before, len(refused),
+                     documents if only_doc_paths is None else len(refs))
+    return summary
+
+
+def _register_added(instance, corpus: CorpusDefinitions, stages: StageStore, stored: Catalog | None, seen: Catalog,
+                    only_doc_paths: Sequence[str]) -> Catalog | None:
+    """New files of these paths, when they are all that changed: registered here (partitions and
+    catalog), no catalog run. The stored catalog with them."""
+    # no stored catalog yet: a folder never catalogued is empty to begin with
+    base = stored if stored is not None else Catalog(docs_dir=seen.docs_dir, documents=[])
+    added = only_added(base, seen, set(only_doc_paths))
+    if not added:
+        return stored
+    instance.add_dynamic_partitions(corpus.ingestion.partitions.name, [d.partition_key for d in added])
+    if stored is None:
+        stages.write_catalog(replace(base, documents=added))
+    else:
+        stages.add_to_catalog(added)
+    return replace(base, documents=[*base.documents, *added])
+
+
+def _run_catalog(instance, corpus: CorpusDefinitions, summary: IngestSummary, stages: StageStore, seen: Catalog,
+                 allow_mass_delete: bool, watch: stopping.StopWatch | None) -> Catalog | None:
+    """The document_catalog run; the catalog the document runs then index (None: it was stopped,
+    `summary` says so). Raises CatalogRunFailed when it failed."""
+    document_catalog = corpus.ingestion.document_catalog
+    config = {"ops": {document_catalog.op.name: {"config": {"allow_mass_delete": allow_mass_delete}}}}
+    catalog_run = _execute(instance, corpus, [document_catalog], run_config=config)
+    summary.run_ids.append(catalog_run.run_id)
+    if _was_stopped(instance, catalog_run):
+        summary.documents_discovered = len(seen.documents) + len(seen.errors)
+        summary.interrupted = _signal_name(watch)
+        return None
+    if not catalog_run.success:
+        raise CatalogRunFailed(f"{_first_error(catalog_run)} (document_catalog run {catalog_run.run_id})")
+    catalog_meta = _materialization_metadata(catalog_run).get(document_catalog.key.to_user_string(), {})
+    summary.documents_deleted = int(catalog_meta.get("documents_removed", 0))
+    summary.vectors_deleted = int(catalog_meta.get("vectors_deleted", 0))
+    summary.removal_refused = str(catalog_meta.get("removal_refused") or "")
+    # refused: the stored catalog still lists the vanished documents; the folder as just seen is
+    # what the runs index
+    return seen if summary.removal_refused else stages.read_catalog()
+
+
+def _record_scope(summary: IngestSummary, stages: StageStore, look_scope: Catalog, partial: bool) -> None:
+    """What this look left out of scope, for the summary and `rag corpora` (a moved-only look left
+    out nothing new: noop_check hands the whole look over when a moved page's facts moved)."""
+    if not partial:
+        summary.left_out, summary.default_language = dict(left_out_counts(look_scope.left_out)), look_scope.default_language
+        stages.write_scope(look_scope)
+    else:
+        recorded = stages.read_scope() or {}
+        summary.left_out = dict(recorded.get("left_out") or {})
+        summary.default_language = str(recorded.get("default_language") or "")
+
+
+def _count_documents(summary: IngestSummary, stages: StageStore, todo, failed, pending, vanished: int,
+                     before: dict[str, str], refused: int, asked: int) -> None:
+    """Every document asked for (`asked`) counted once in `summary`: unchanged (no work), processed
+    (current now), failed (`refused` by discovery, its run failed, or changed meanwhile), or not
+    started (a stopped ingest); the failures named."""
     failures = stages.failures([r.doc_path for r in failed]) if failed else {}
     summary.errors += [{"doc_path": r.doc_path, "error": failures[r.doc_path]["error"]} for r in failed]
     # stopped: what is not indexed and has no failure of its own was not started (or its run was
@@ -544,13 +572,10 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
         "file changed while being ingested; the next run indexes the new version"
         if r.content_hash != before[r.doc_path] else
         "not indexed: its run failed; the next `rag ingest` continues")} for r in pending]
-    # every discovered document is counted once: unchanged (no work), processed (current now), failed,
-    # or not started (a stopped ingest)
-    summary.documents_unchanged = (documents if only_doc_paths is None else len(refs)) - len(todo)
+    summary.documents_unchanged = asked - len(todo)
     summary.documents_processed = len(todo) - vanished - len(failed) - len(pending) - len(not_started)
-    summary.documents_failed = len(refused) + len(failed) + len(pending)
+    summary.documents_failed = refused + len(failed) + len(pending)
     summary.documents_not_started = len(not_started)
-    return summary
 
 
 def _remember_if_current(instance, settings, stages: StageStore, corpus: CorpusDefinitions, catalog, todo, failed,
@@ -682,8 +707,20 @@ def _run_workers(
         _count_run(summary, launched.run_id, _instance_metadata(instance, launched.run_id),
                    launched.status == dg.DagsterRunStatus.SUCCESS, error)
 
-    launch_document_runs(instance, plans, workers, process_tags(), run_config=_console_logging(), on_done=finished,
+    launch_document_runs(instance, plans, workers, process_tags(), run_config=_launch_config(corpus), on_done=finished,
                          job_name=corpus.ingest_job.name)
+
+
+# the settings the CLI's flags may set (--docs-dir, --collection, --languages, --include, --exclude)
+LAUNCHED_SETTINGS = ("docs_dir", "collection", "languages", "include", "exclude")
+
+
+def _launch_config(corpus: CorpusDefinitions) -> dict:
+    """The run config of the runs launched in other processes (whose code location reads its own
+    environment): the corpus's settings as this process resolved them, through the run_settings
+    resource (resources.RunSettingsResource), so they index what this ingest was told to."""
+    variables = corpus.corpus.base_settings().variables(LAUNCHED_SETTINGS)
+    return {**_console_logging(corpus), "resources": {"run_settings": {"config": {"variables": variables}}}}
 
 
 def _instance_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict]:
@@ -736,7 +773,7 @@ def evaluate(eval_sets: Sequence[str] | None = None, top_k: int | None = None,
     run = _asset_job(corpus).execute_in_process(
         instance=instance,
         asset_selection=selection,
-        run_config={"ops": {evaluation.retrieval_evaluation.op.name: {"config": config}}, **_console_logging()},
+        run_config={"ops": {evaluation.retrieval_evaluation.op.name: {"config": config}}, **_console_logging(corpus)},
         raise_on_error=False,
     )
     meta = _materialization_metadata(run).get(evaluation.retrieval_evaluation.key.to_user_string(), {})
@@ -784,8 +821,9 @@ def _subclasses(cls: type) -> set[str]:
 _OWN_ERRORS = _subclasses(RagError)
 
 
-def _console_logging() -> dict:
+def _console_logging(corpus: CorpusDefinitions) -> dict:
     """Run config for Dagster's console log level in the CLI's own runs: the CLI reports failures
-    itself (one line each), so by default Dagster prints nothing; RAG_LOG_LEVEL=INFO shows the run
-    logs as they go."""
-    return {"loggers": {"console": {"config": {"log_level": os.environ.get("RAG_LOG_LEVEL", "CRITICAL")}}}}
+    itself (one line each), so by default Dagster prints nothing; RAG_LOG_LEVEL=INFO (the corpus's
+    settings' log_level) shows the run logs as they go."""
+    level = corpus.corpus.base_settings().log_level.strip().upper() or "CRITICAL"
+    return {"loggers": {"console": {"config": {"log_level": level}}}}

@@ -20,6 +20,7 @@ from .assets import IngestionAssets
 from .fingerprints import stale_now
 from .evaluation import EvaluationAssets
 from .partition_ranges import plan_runs
+from .resources import EmbedderResource, IndexResources, VectorStoreResource
 from .sensors import evaluation_run_tags, index_run_tags
 
 
@@ -35,7 +36,8 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
         target=[document_catalog, *per_document, index_audit, *evaluation.all],
         default_status=dg.DefaultScheduleStatus.STOPPED,
     )
-    def nightly_reconcile(context: dg.ScheduleEvaluationContext):
+    def nightly_reconcile(context: dg.ScheduleEvaluationContext, embedder: EmbedderResource,
+                          vector_store: VectorStoreResource):
         stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
         index_tags = index_run_tags(corpus)
         requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key],
@@ -50,7 +52,7 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
         # documents registered now are reconciled tonight; files new since the sensor's last look are
         # registered by the catalog run and picked up by the sensor or the next night
         order = context.instance.get_dynamic_partitions(assets.partitions.name)
-        stale = stale_now(catalog.documents, stages, settings)
+        stale = stale_now(catalog.documents, stages, settings, IndexResources(embedder, vector_store))
         wanted = {d.partition_key for d in catalog.documents if d.doc_path in stale}
         for i, run in enumerate(plan_runs(order, wanted, settings.documents_per_run)):
             requests.append(dg.RunRequest(run_key=f"reconcile-documents-{stamp}-{i}",

@@ -34,6 +34,7 @@ from rag_assets.corpus import Corpus
 from .assets import IngestionAssets
 from .change_runs import plan_change_runs
 from .evaluation import GENERATION_KEY, EvaluationAssets
+from .resources import EmbedderResource, IndexResources, VectorStoreResource
 from .watch_heartbeat import live_watcher
 
 # The run queue's tag limits (dagster.yaml) keep each corpus's index writers one at a time and let
@@ -63,15 +64,17 @@ def build_docs_sensor(corpus: Corpus, assets: IngestionAssets) -> dg.SensorDefin
         target=[document_catalog, *per_document],
         description="Re-ingests new, changed, reverted and restored markdown files and removes deleted ones.",
     )
-    def docs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    def docs_sensor(context: dg.SensorEvaluationContext, embedder: EmbedderResource,
+                    vector_store: VectorStoreResource) -> dg.SensorResult:
         settings = corpus.settings()
-        return _docs_tick(context, settings, partitions, document_catalog, per_document, index_run_tags(corpus))
+        return _docs_tick(context, settings, IndexResources(embedder, vector_store), partitions, document_catalog,
+                          per_document, index_run_tags(corpus))
 
     return docs_sensor
 
 
-def _docs_tick(context, settings: Settings, partitions, document_catalog, per_document, tags: dict[str, str]
-               ) -> dg.SensorResult:
+def _docs_tick(context, settings: Settings, resources: IndexResources, partitions, document_catalog, per_document,
+               tags: dict[str, str]) -> dg.SensorResult:
     watcher = live_watcher(settings)
     if watcher is not None:
         # `rag watch` asks for these runs within a second of a save; the cursor stays, so once the
@@ -79,7 +82,8 @@ def _docs_tick(context, settings: Settings, partitions, document_catalog, per_do
         return dg.SensorResult(skip_reason=dg.SkipReason(f"rag watch (pid {watcher['pid']} on {watcher['host']}) "
                                                          f"follows {settings.docs_dir}"), cursor=context.cursor)
     try:
-        plan = plan_change_runs(settings, context.cursor, context.instance.get_dynamic_partitions(partitions.name))
+        plan = plan_change_runs(settings, context.cursor, context.instance.get_dynamic_partitions(partitions.name),
+                                resources)
     except FileNotFoundError as exc:
         # the cursor is kept: a folder that comes back (remounted) is not a change
         return dg.SensorResult(skip_reason=dg.SkipReason(f"{exc}; nothing removed"), cursor=context.cursor)

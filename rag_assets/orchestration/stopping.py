@@ -86,6 +86,7 @@ class StopWatch:
             os._exit(128 + signum)
 
 
+# process-wide, as the signals it records are: the stop watches in force, innermost last
 _ACTIVE: list[StopWatch] = []
 
 

@@ -26,6 +26,7 @@ import dagster as dg
 
 from .change_runs import ChangePlan, plan_change_runs
 from .fanout import LOCATION
+from .resources import IndexResources
 from .sensors import index_run_tags
 from .watch_heartbeat import Heartbeat
 
@@ -75,8 +76,9 @@ class DocsWatcher:
     """Plans and submits the runs a corpus's folder changes need; one `look` per batch of file events."""
 
     def __init__(self, corpus: "CorpusDefinitions", instance: dg.DagsterInstance, submit: Submit,
-                 say: Callable[[str], None] = print):
+                 resources: IndexResources, say: Callable[[str], None] = print):
         self.corpus, self.instance, self.submit, self.say = corpus, instance, submit, say
+        self.resources = resources  # the configured ones the runs it submits use (the staleness rule's)
         self.cursor: str | None = None  # the folder as last planned: None = look at every file once
 
     def look(self) -> list[str]:
@@ -88,7 +90,7 @@ class DocsWatcher:
         ingestion = self.corpus.ingestion
         started = time.perf_counter()
         plan = plan_change_runs(settings, self.cursor, self.instance.get_dynamic_partitions(ingestion.partitions.name),
-                                settle_seconds=WATCH_SETTLE_SECONDS, owner="rag watch")
+                                self.resources, settle_seconds=WATCH_SETTLE_SECONDS, owner="rag watch")
         for line in plan.warnings:
             self.say(f"warning: {line}")
         if not plan.any:

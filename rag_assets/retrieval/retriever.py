@@ -206,15 +206,15 @@ class Retriever:
     def __init__(
         self,
         embedder,
-        store=None,
-        settings: Settings | None = None,
+        store,
+        settings: Settings,
         snapshot: SearchSnapshot | None = None,
         *,
         adaptive: bool = True,
         recheck_seconds: float = 0.0,
     ):
         self.embedder = embedder
-        self.settings = settings or Settings.from_env()
+        self.settings = settings
         self._store = store
         self._store_lock = threading.Lock()
         # recheck_seconds: how stale the snapshot's view may be (SearchSnapshot; 0: checked on every query)
@@ -226,13 +226,12 @@ class Retriever:
         self._checked: set[str] = set()  # manifests whose model was checked against the embedder
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, *, embedder=None, **kwargs) -> "Retriever":
+    def from_settings(cls, settings: Settings, *, embedder=None, **kwargs) -> "Retriever":
         """``embedder``: one the caller already holds (it must be the one the settings ask for); by
         default the process's one for these settings (rag_assets.embedding.shared_embedder), which
         the ingestion runs of RAGPipeline.ingest use too: one model in memory, loaded once."""
         from rag_assets.embedding import shared_embedder
 
-        settings = settings or Settings.from_env()
         embedder = embedder if embedder is not None else shared_embedder(settings)
         return cls(embedder, None, settings, **kwargs)
 

@@ -50,7 +50,7 @@ SNOWBALL = {"ar": "arabic", "ca": "catalan", "da": "danish", "de": "german", "el
             "ru": "russian", "sr": "serbian", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
 CHARACTER_PAIRS = frozenset({"zh", "ja"})
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
-_STEMMERS: dict[str, _Stemmer] = {}
+_STEMMERS: dict[str, _Stemmer] = {}  # a process-wide cache: one stemmer per language, stateless once made
 
 
 def family(language: str | None) -> str:

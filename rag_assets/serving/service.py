@@ -78,9 +78,9 @@ class IndexService:
         from rag_assets.corpus import find_corpus
         from rag_assets.orchestration.component import known_corpora
 
-        known = known_corpora(base.corpora_dir)
-        chosen = [find_corpus(n, base, known) for n in dict.fromkeys(names)] if names else [Corpus(), *known]
-        return cls([(c, c.settings() if not c.is_default else base) for c in chosen], llm=llm)
+        known = known_corpora(base)
+        chosen = [find_corpus(n, base, known) for n in dict.fromkeys(names)] if names else [Corpus(base=base), *known]
+        return cls([(c, c.settings()) for c in chosen], llm=llm)
 
     # -- corpora and pipelines -------------------------------------------------------------------
     @property

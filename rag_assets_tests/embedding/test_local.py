@@ -181,7 +181,7 @@ def test_first_use_from_many_threads_loads_once_and_agrees(embedder):
 def test_load_embedder_default_is_the_local_minilm(monkeypatch):
     for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_EMBED_BATCH_SIZE", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
-    for model in (load_embedder(), load_embedder(Settings.from_env(env={}))):
+    for model in (load_embedder(Settings.from_env()), load_embedder(Settings.from_env(env={}))):
         assert isinstance(model, MiniLMOnnxEmbedder)
         assert (model.model_name, model.dimension, model.max_input_tokens) == ("all-MiniLM-L6-v2", 384, 256)
         assert model.batch_size == 32

@@ -86,17 +86,20 @@ def test_llm_metrics_skipped_with_reason_never_zero(report):
     assert "ragas.faithfulness" not in report.markdown_table("good")
 
 
-def test_llm_config_from_env_and_answer_requirements(monkeypatch):
-    assert ragas_scores.LLMConfig.from_env({"OPENAI_API_KEY": "k"}) is None
-    cfg = ragas_scores.LLMConfig.from_env({"OPENAI_API_KEY": "secret", "OPENAI_BASE_URL": "http://x/v1"})
+def test_llm_config_from_settings_and_answer_requirements():
+    from rag_assets.config import Settings
+
+    assert ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "k"})) is None
+    cfg = ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "secret", "OPENAI_BASE_URL": "http://x/v1"}))
     assert cfg.model == ragas_scores.DEFAULT_LLM_MODEL and "secret" not in repr(cfg)
+    judge = ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "s", "OPENAI_BASE_URL": "http://x/v1",
+                                                                     "RAG_EVAL_LLM_MODEL": "judge"}))
+    assert judge.model == "judge" and judge.embedding_model is None
     sample = ragas_scores.RagasSample("q", reference_answer="ref")
     reasons = ragas_scores.llm_skip_reasons(cfg, [sample])
     assert "generated answer" in reasons["faithfulness"]
     assert ragas_scores.LLM_CONTEXT_RECALL not in reasons  # would run against the endpoint
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert "no LLM configured" in ragas_scores.llm_skip_reasons(ragas_scores.LLMConfig.from_env(), [sample])["faithfulness"]
+    assert "no LLM configured" in ragas_scores.llm_skip_reasons(None, [sample])["faithfulness"]
 
 
 def test_non_llm_metrics_run_with_text_snippets():

@@ -10,12 +10,12 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 from rag_assets.config import Settings
 from rag_assets.orchestration.definitions import defs
 from rag_assets.orchestration.definitions import PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, index_audit, vector_index
-from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
+from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource, project_resources
 from rag_assets.embedding import load_embedder
 from rag_assets.index.stage_store import StageStore
 from rag_assets.index.chroma_store import ChromaStore
 
-RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+RESOURCES = project_resources()
 
 
 @pytest.fixture
@@ -67,6 +67,16 @@ def test_catalog_registers_every_document_as_a_partition(instance):
     assert meta["documents"] == 3 and meta["partitions_added"] == 3
 
 
+def test_a_runs_settings_come_from_its_run_settings_config(instance, rag_env, tmp_path):
+    """What the CLI's launched runs (and the launchpad) do: variables over the corpus's settings."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "only.md").write_text("---\ntitle: Only\n---\n# Only\n\nThe one page of another folder.\n")
+    config = {"resources": {"run_settings": {"config": {"variables": {"RAG_DOCS_DIR": str(other)}}}}}
+    assert dg.materialize([document_catalog], instance=instance, resources=RESOURCES, run_config=config).success
+    assert instance.get_dynamic_partitions(documents_partitions.name) == ["only.md"]
+
+
 def test_one_partition_materializes_one_document_through_every_stage(instance):
     _materialize_catalog(instance)
     result = dg.materialize(
@@ -98,6 +108,18 @@ def test_range_run_indexes_all_and_checks_pass_then_rerun_is_a_no_op(instance):
     again = _materialize_all(instance)
     embed_meta = _metadata(again, PER_DOCUMENT_ASSETS[3])  # chunk_embeddings
     assert embed_meta["embeddings_computed"] == 0 and embed_meta["documents_unchanged"] == 3
+    # the staleness rule asks the resources as configured: none is stale for the ones the runs used,
+    # every document for a store configured elsewhere (its collection holds none of them)
+    from rag_assets.ingest.discovery import discover_for
+    from rag_assets.orchestration.fingerprints import stale_now
+    from rag_assets.orchestration.resources import IndexResources
+
+    settings = Settings.from_env()
+    stages = StageStore.for_settings(settings)
+    refs = discover_for(settings, known=stages.read_catalog()).documents
+    assert stale_now(refs, stages, settings, IndexResources.of(RESOURCES)) == {}
+    elsewhere = IndexResources(EmbedderResource(), VectorStoreResource(collection="elsewhere_chunks"))
+    assert set(stale_now(refs, stages, settings, elsewhere)) == {r.doc_path for r in refs}
     assert _store().count() == count
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_assets.config import Settings
 from rag_assets.corpus import Corpus
 from rag_assets.errors import ConfigurationError
 import dagster as dg
@@ -87,6 +88,7 @@ def test_scaffolded_corpus_component_loads_materializes_and_answers(tmp_path):
         import json
         from pathlib import Path
         import dagster as dg
+        from rag_assets.config import Settings
         from rag_assets.orchestration.component import MarkdownCorpus
         from rag_assets.pipeline import RAGPipeline
 
@@ -104,7 +106,7 @@ def test_scaffolded_corpus_component_loads_materializes_and_answers(tmp_path):
         for key in instance.get_dynamic_partitions("handbook__documents"):
             assert job.execute_in_process(instance=instance, asset_selection=per_document, partition_key=key).success
         component = dg.ComponentTree.for_project(root).load_component("handbook")
-        settings = component.corpus(root / "userproj/defs/handbook", root).settings()
+        settings = component.corpus(root / "userproj/defs/handbook", root, Settings.from_env()).settings()
         hits = RAGPipeline.from_settings(settings).search("What happens in difficult terrain?", top_k=3)
         print(json.dumps({"keys": keys, "collection": settings.collection, "target": settings.chunk_target_tokens,
                           "docs_dir": str(settings.docs_dir), "top": hits[0].doc_path,
@@ -146,14 +148,14 @@ def test_scaffolding_a_corpus_whose_name_is_not_one_writes_nothing(tmp_path):
 def test_the_project_declares_its_own_corpus_as_the_default_component():
     from rag_assets.orchestration.component import component_corpora
 
-    assert Corpus() in component_corpora()
+    assert Corpus() in component_corpora(Settings.from_env)
 
 
 def test_component_settings_and_their_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CORPORA_DIR", str(tmp_path / "corpora"))
     monkeypatch.setenv("RAG_CHUNK_TARGET_TOKENS", "90")
     corpus = MarkdownCorpus(docs_dir="docs/faq", chunk_max_tokens=180, eval_dir="evals/faq",
-                            reconcile_cron="30 4 * * *").corpus(tmp_path / "defs" / "faq", tmp_path)
+                            reconcile_cron="30 4 * * *").corpus(tmp_path / "defs" / "faq", tmp_path, Settings.from_env)
     settings = corpus.settings()
     assert settings.eval_dir == (tmp_path / "evals" / "faq").resolve() and settings.reconcile_cron == "30 4 * * *"
     from rag_assets.orchestration.corpus_definitions import build_corpus_definitions
@@ -163,20 +165,21 @@ def test_component_settings_and_their_errors(tmp_path, monkeypatch):
     assert settings.chunk_max_tokens == 180 and settings.chunk_target_tokens == 90  # the environment fills the rest
     assert settings.state_dir == (tmp_path / "corpora" / "faq" / "state")
     with pytest.raises(Exception, match="needs a docs_dir"):
-        MarkdownCorpus().corpus(tmp_path / "defs" / "faq", tmp_path)
+        MarkdownCorpus().corpus(tmp_path / "defs" / "faq", tmp_path, Settings.from_env)
     with pytest.raises(Exception, match="from the environment"):
-        MarkdownCorpus(docs_dir="x").corpus(tmp_path / "defs" / "default", tmp_path)
+        MarkdownCorpus(docs_dir="x").corpus(tmp_path / "defs" / "default", tmp_path, Settings.from_env)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"defs/x/defs.yaml: corpus name 'Bad-Name'.*`bad_name`"):
-        MarkdownCorpus(docs_dir="x", name="Bad-Name").corpus(tmp_path / "defs" / "x", tmp_path)
+        MarkdownCorpus(docs_dir="x", name="Bad-Name").corpus(tmp_path / "defs" / "x", tmp_path, Settings.from_env)
 
 
 def test_component_scope_attributes_reach_the_corpus_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CORPORA_DIR", str(tmp_path / "corpora"))
     corpus = MarkdownCorpus(docs_dir="site", exclude="blog/**;*.draft.md", include="docs/**", ignore_files=False,
                             skip_frontmatter_keys="draft", languages="en,es", default_language="en"
-                            ).corpus(tmp_path / "defs" / "site", tmp_path)
+                            ).corpus(tmp_path / "defs" / "site", tmp_path, Settings.from_env)
     settings = corpus.settings()
     assert (settings.exclude, settings.include, settings.ignore_files) == ("blog/**;*.draft.md", "docs/**", False)
     assert (settings.skip_frontmatter_keys, settings.languages, settings.default_language) == ("draft", "en,es", "en")
     with pytest.raises(ConfigurationError, match="RAG_LANGUAGES"):
-        MarkdownCorpus(docs_dir="site", languages="spanish").corpus(tmp_path / "defs" / "bad", tmp_path).settings()
+        MarkdownCorpus(docs_dir="site", languages="spanish").corpus(tmp_path / "defs" / "bad", tmp_path,
+                                                                     Settings.from_env).settings()

@@ -36,12 +36,12 @@ def ingest_the_old_way(monkeypatch, name: str, folder) -> Corpus:
     from rag_assets.orchestration.runs import corpus_definitions, ingest
 
     settings = Settings.from_env()
-    corpus = Corpus.named(name, folder, settings.corpora_dir)
+    corpus = Corpus.named(name, folder, settings.corpora_dir, base=Settings.from_env)
     register(corpus, settings.corpora_dir)
     with monkeypatch.context() as old:
-        old.setattr(Corpus, "store_folder", lambda self, env=None: Settings.from_env(env).chroma_path)
+        old.setattr(Corpus, "store_folder", lambda self: self.base_settings().chroma_path)
         old.setattr("rag_assets.orchestration.runs.move_to_own_store", lambda corpus: None)  # not yet written then
-        summary = ingest(corpus=corpus_definitions(name))
+        summary = ingest(corpus=corpus_definitions(corpus))
     assert summary.documents_failed == 0 and summary.documents_processed == len(list(folder.rglob("*.md")))
     return corpus
 

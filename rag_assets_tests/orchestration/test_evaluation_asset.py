@@ -14,10 +14,10 @@ from rag_assets.corpus import Corpus
 from rag_assets_tests.support.corpus import SAMPLE_EVAL_SET
 from rag_assets.orchestration.definitions import (
     PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
-from rag_assets.orchestration.resources import EmbedderResource, VectorStoreResource
+from rag_assets.orchestration.resources import project_resources
 from rag_assets.evaluation.synthetic.tuning import OFFLINE_GENERATOR
 
-RESOURCES = {"embedder": EmbedderResource(), "vector_store": VectorStoreResource()}
+RESOURCES = project_resources()
 
 GOOD = SAMPLE_EVAL_SET
 DRIFTED = [

@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from rag_assets.orchestration.definitions import defs, docs_sensor, documents_partitions
+from rag_assets.orchestration.definitions import RESOURCES, defs, docs_sensor, documents_partitions
 
 PAST = time.time() - 3600  # files older than the settle window
 
@@ -22,7 +22,8 @@ def instance(rag_env, dagster_home):
 
 
 def tick(instance, cursor=None) -> dg.SensorResult:
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+    # the code location's resources, as the daemon hands them to the tick
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=RESOURCES)
     result = docs_sensor(context)
     # what the daemon does with the result
     for request in result.dynamic_partitions_requests or []:

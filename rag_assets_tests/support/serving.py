@@ -22,11 +22,11 @@ def sample_corpora(root: Path) -> tuple[dict[str, str], list[tuple[Corpus, Setti
     env = {**env, "RAG_CORPORA_DIR": str(root / "corpora")}
     settings = Settings.from_env(env)
     second = Corpus.named(SECOND, write_corpus(root / "limits-docs", {"rate-limits.md": SAMPLE_DOCS["rate-limits.md"]}),
-                          root / "corpora")
+                          root / "corpora", base=settings)
     register(second, root / "corpora")  # known to `rag serve` and `rag --corpus limits` like any indexed folder
-    second_settings = second.settings(env)
+    second_settings = second.settings()
     build_index(second_settings.docs_dir, second_settings)
-    return env, [(Corpus(), settings), (second, second_settings)]
+    return env, [(Corpus(base=settings), settings), (second, second_settings)]
 
 
 def sample_service(root: Path, **kwargs) -> tuple[dict[str, str], IndexService]:
