@@ -56,8 +56,7 @@ from rag_assets.retrieval.query_cache import GenerationCache
 from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.context import (DocumentChunk, RAGContext, RetrieveRequest, relevance_gate,
                                          validate_min_relevance)
-from rag_assets.retrieval.filters import Filters
-from rag_assets.retrieval.retriever import Retriever, SearchResult, validate_query
+from rag_assets.retrieval.retriever import QueryPlan, Retriever, SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +101,7 @@ class RAGPipeline:
 
         This is the ``search(question, mode, top_k)`` callable the evaluation uses.
         """
-        validate_top_k(top_k)
-        return self._guard(self.retriever.search, query, mode, top_k, filters)
+        return self._guard(self.retriever.search, query, mode, top_k, filters)  # checked there, once
 
     def retrieve(self, request: RetrieveRequest | str | None = None, context_key: str | None = None, *,
                  query: str | None = None, **options: Any) -> RAGContext:
@@ -112,34 +110,31 @@ class RAGPipeline:
         ``max_chunks``, ``min_relevance``, ``mode``, ``filters``, ``prefer``, ``fusion``)."""
         request = _request(request, context_key, query, options)
         start = time.perf_counter()
-        query = validate_query(request.query, self.settings.max_query_chars)
-        ranking = self.retriever.ranking_for(request.mode, request.fusion)  # ValueError for an unknown fusion
-        mode = RetrievalMode.parse(request.mode, self.settings.retrieval_mode)
-        validate_top_k(request.max_chunks, name="max_chunks")
+        max_chunks = validate_top_k(request.max_chunks, name="max_chunks")
+        # the query's parameters checked once, here, before any work; the retrieval runs this plan
+        plan = self.retriever.plan(request.query, request.mode, max(max_chunks, RANKING_FLOOR), request.filters,
+                                   request.fusion)
         min_relevance = validate_min_relevance(request.min_relevance, self.settings.min_relevance)
 
-        filters = Filters.parse(request.filters)
         generation = self._guard(self.retriever.current_generation)
         prefer = (request.prefer or "").strip().strip("/") or None
-        fusion = ranking.fusion.value if mode is RetrievalMode.HYBRID else None
-        key = (query, request.context_key, mode, int(request.max_chunks), min_relevance, filters, prefer, fusion)
+        fusion = plan.ranking.fusion.value if plan.mode is RetrievalMode.HYBRID else None
+        key = (plan.query, request.context_key, plan.mode, max_chunks, min_relevance, plan.filters, prefer, fusion)
         hit = self._cache.get(key, generation)
         if hit is not None:
             return dataclasses.replace(
                 hit, query_id=uuid.uuid4(), cached=True, elapsed_ms=(time.perf_counter() - start) * 1000
             )
 
-        depth = max(int(request.max_chunks), RANKING_FLOOR)
-        retrieval, ranked = self._guard(self._ranked, query, mode, depth, filters, prefer, int(request.max_chunks),
-                                        fusion)
-        candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[: int(request.max_chunks)], 1)]
+        retrieval, ranked = self._guard(self._ranked, plan, prefer, max_chunks)
+        candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[:max_chunks], 1)]
         avg, meets = relevance_gate(ranked, min_relevance)
         chunks = [c for c in candidates if c.relevance_score >= min_relevance] if meets else []
         chunks.sort(key=lambda c: (-c.relevance_score, c.retrieval_rank))
         context = RAGContext(
             context_id=uuid.uuid4(),
             query_id=uuid.uuid4(),
-            query=query,
+            query=plan.query,
             mode=retrieval.mode,
             document_chunks=chunks,
             relevance_scores=[c.relevance_score for c in chunks],
@@ -328,11 +323,10 @@ class RAGPipeline:
         return vectors.tolist()
 
     # ------------------------------------------------------------------------------------------
-    def _ranked(self, query: str, mode: RetrievalMode, depth: int, filters, prefer: str | None, max_chunks: int,
-                fusion: str | None = None):
+    def _ranked(self, plan: QueryPlan, prefer: str | None, max_chunks: int):
         """(the retrieval, its ranking after the reader's preference), the first max_chunks results with
         their context (RAG_CONTEXT_TOKENS): only the ones that can be handed on are given one."""
-        retrieval = self.retriever.retrieve(query, mode, depth, filters, context_tokens=0, fusion=fusion)
+        retrieval = self.retriever.run(plan, context_tokens=0)
         ranked = prefer_place(retrieval.results, prefer) if prefer else retrieval.results
         self.retriever.add_context(ranked[:max_chunks], generation=retrieval.generation)
         return retrieval, ranked

@@ -126,6 +126,24 @@ def test_zero_width_characters_are_dropped_from_a_visible_query(pipeline):
     assert [r.chunk_id for r in hidden] == [r.chunk_id for r in pipeline.search("grading results", "keyword", 2)]
 
 
+def test_a_request_is_checked_once_and_the_plan_is_what_runs(pipeline, monkeypatch):
+    from rag_assets.retrieval import retriever as retriever_module
+
+    calls = []
+    check = retriever_module.validate_query
+    counted = lambda q, n: calls.append(q) or check(q, n)  # noqa: E731
+    monkeypatch.setattr(retriever_module, "validate_query", counted)
+    monkeypatch.setattr("rag_assets.pipeline.validate_query", counted, raising=False)  # checked there before
+    ctx = pipeline.retrieve(RetrieveRequest("\u200bgrading results ", max_chunks=3, mode="keyword",
+                                            filters={"doc_type": ["guide", "faq"]}, min_relevance=-1.0))
+    assert calls == ["\u200bgrading results "]  # once, for the whole request
+    assert ctx.query == "grading results" and ctx.total_chunks <= 3
+    plan = pipeline.retriever.plan("grading results", "rrf", 7, {"doc_type": "guide"})
+    assert (plan.mode.value, plan.top_k, plan.ranking.fusion.value) == ("hybrid", 7, "rrf")
+    with pytest.raises(ValueError, match="top_k must be an integer between 1 and 100, got 0"):
+        pipeline.retriever.plan("grading results", None, 0)
+
+
 def test_query_contract(pipeline):
     # the gate reads the ranking's first 5 chunks; this 4-chunk corpus pads them with unrelated ones
     result = pipeline.query("How do I stream responses with server-sent events?", method="hybrid", top_k=3,

@@ -199,6 +199,19 @@ class Retrieval:
     generation: str | None = None  # the index generation (the snapshot's) it was answered from
 
 
+@dataclass(frozen=True)
+class QueryPlan:
+    """A query's parameters after Retriever.plan checked them: the text as searched (format characters
+    and surrounding whitespace removed), the mode, how many results, the filters' normal form and the
+    ranking (its fusion as asked for)."""
+
+    query: str
+    mode: RetrievalMode
+    top_k: int
+    filters: Filters | None
+    ranking: RankingConfig
+
+
 class Retriever:
     """Queries over the search snapshot. ``store``: the vector store, only needed when the snapshot must
     be built from it (an index an earlier version wrote); opened on first use when not given."""
@@ -267,14 +280,22 @@ class Retriever:
         documents they select. context_tokens: each result's context budget (None: RAG_CONTEXT_TOKENS;
         0: no context). fusion: how hybrid fuses its lists, `convex` or `rrf` (None: RAG_FUSION; the
         mode `rrf` is hybrid with `rrf`)."""
-        query = validate_query(query, self.settings.max_query_chars)
+        return self.run(self.plan(query, mode, top_k, filters, fusion), context_tokens=context_tokens)
+
+    def plan(self, query: Any, mode: Any = None, top_k: Any = 5, filters=None, fusion: Any = None) -> QueryPlan:
+        """A query's parameters checked, once: the one place they are validated (InvalidQueryError,
+        InvalidFilterError or ValueError naming the parameter). A caller that checks a request before
+        doing other work (RAGPipeline.retrieve) makes the plan then and runs it."""
+        text = validate_query(query, self.settings.max_query_chars)
         ranking = self.ranking_for(mode, fusion)
-        mode = RetrievalMode.parse(mode, self.settings.retrieval_mode)
-        top_k = validate_top_k(top_k)
-        filters = Filters.parse(filters)
+        return QueryPlan(text, RetrievalMode.parse(mode, self.settings.retrieval_mode), validate_top_k(top_k),
+                         Filters.parse(filters), ranking)
+
+    def run(self, plan: QueryPlan, *, context_tokens: int | None = None) -> Retrieval:
+        """The retrieval a checked plan asks for, from the live snapshot view."""
         budget = self._budget(context_tokens)
         view = self.view()
-        retrieval = self._retrieve(view, query, mode, top_k, filters, ranking)
+        retrieval = self._retrieve(view, plan.query, plan.mode, plan.top_k, plan.filters, plan.ranking)
         self._add_context(view, retrieval.results, budget)
         retrieval.generation = view.generation
         return retrieval

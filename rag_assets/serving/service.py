@@ -144,7 +144,7 @@ class IndexService:
         hit = self._cache.get(key, generation)
         if hit is not None:
             return {**hit, "cached": True, "elapsed_ms": round((time.perf_counter() - start) * 1000, 3)}
-        rankings = {e.corpus.name: self._ranking(e.corpus.name, request, g) for e, g in zip(entries, generation)}
+        rankings = {e.corpus.name: self._ranking(e.corpus.name, request, g, filters) for e, g in zip(entries, generation)}
         mode = RetrievalMode.parse(request.mode, entries[0].settings.retrieval_mode)
         threshold = request.min_relevance if request.min_relevance is not None else entries[0].settings.min_relevance
         body: dict[str, Any] = {"query": request.query, "mode": mode.value, "filters": request.filters,
@@ -165,15 +165,16 @@ class IndexService:
         self._cache.set(key, generation, body)
         return {**body, "cached": False, "elapsed_ms": round((time.perf_counter() - start) * 1000, 3)}
 
-    def _ranking(self, name: str, request: SearchRequest, generation: str) -> list[SearchResult]:
+    def _ranking(self, name: str, request: SearchRequest, generation: str, filters) -> list[SearchResult]:
+        """filters: the request's, parsed once in search()."""
         if generation == EMPTY:
             return []  # nothing indexed yet: no results (`rag query` says "run rag ingest"), not an error
         pipeline = self.pipeline(name)
         if not request.prefer:
-            return pipeline.search(request.query, request.mode, request.top_k, request.filters)
+            return pipeline.search(request.query, request.mode, request.top_k, filters)
         # the reader's place moves its chunks up a few places (RetrieveRequest.prefer): rank deep enough
         place = request.prefer.strip().strip("/")
-        ranked = pipeline.search(request.query, request.mode, max(request.top_k, RANKING_FLOOR), request.filters)
+        ranked = pipeline.search(request.query, request.mode, max(request.top_k, RANKING_FLOOR), filters)
         return prefer_place(ranked, place)[: request.top_k] if place else ranked[: request.top_k]
 
     # -- answers ----------------------------------------------------------------------------------
