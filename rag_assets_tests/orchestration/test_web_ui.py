@@ -33,7 +33,11 @@ CHAIN = ["document_catalog", "parsed_documents", "markdown_blocks", "document_ch
 STAGES = CHAIN + ["index_audit", "synthetic_eval_set", "retrieval_evaluation"]  # the whole index / the documents
 PER_DOCUMENT = CHAIN[1:]
 EDGES = set(zip(CHAIN, CHAIN[1:])) | {("vector_index", "index_audit"), ("vector_index", "retrieval_evaluation"),
+                                      # the synthetic set reads the records of the assets that wrote them
                                       ("document_catalog", "synthetic_eval_set"),
+                                      ("parsed_documents", "synthetic_eval_set"),
+                                      ("markdown_blocks", "synthetic_eval_set"),
+                                      ("vector_index", "synthetic_eval_set"),
                                       ("synthetic_eval_set", "retrieval_evaluation")}
 
 pytestmark = [pytest.mark.system, pytest.mark.browser, pytest.mark.skipif(
