@@ -68,10 +68,10 @@ def question_llm(settings):
     from rag_assets.answer.generation import ChatLLM, chat_configured
     from rag_assets.errors import ConfigurationError
 
-    if settings.eval_synthetic_generator == "auto" and not chat_configured(settings):
+    if settings.eval_synthetic_generator == "auto" and not chat_configured(settings.answer):
         return None
     try:
-        return ChatLLM.from_settings(settings, temperature=0.0, max_tokens=300)
+        return ChatLLM.from_settings(settings.answer, temperature=0.0, max_tokens=300)
     except ConfigurationError as exc:
         raise dg.Failure(f"RAG_EVAL_SYNTHETIC_GENERATOR=llm: {exc}") from None
 
@@ -93,7 +93,7 @@ def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
         try:
             from rag_assets.index.stage_store import StageStore
 
-            stages = StageStore.for_settings(settings)
+            stages = StageStore.for_settings(settings.paths)
             known = stages.read_catalog()
         except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed and read
             known = stages = None
@@ -182,7 +182,7 @@ def _score(questions, model, store, settings, modes, top_k, results_dir, eval_se
     started = time.perf_counter()
     previous = EvaluationReport.latest_saved(results_dir)  # read before this run's save replaces it
     report = evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k,
-                                llm_config=LLMConfig.from_settings(settings))
+                                llm_config=LLMConfig.from_settings(settings.evaluation))
     report.eval_set = eval_set
     if previous is not None:
         report.compare_with(*previous)  # did the index move its figures, beyond the eval set's noise?
@@ -208,8 +208,8 @@ def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
 
     side = corpus.settings(settings)
     # the main embedding cache: a text embedded for either index is never embedded again
-    cache = EmbeddingCache.for_settings(settings)
-    store = ChromaStore.for_settings(side, model)
+    cache = EmbeddingCache.for_settings(settings.paths)
+    store = ChromaStore.for_settings(side.paths, model)
     synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json",
                           snapshot=SnapshotWriter(side, store))
     for error in synced["errors"]:
