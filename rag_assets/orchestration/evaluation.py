@@ -27,6 +27,7 @@ from typing import Any
 
 import dagster as dg
 
+from rag_assets.config import EvaluationSettings
 from rag_assets.index.generation import current_generation
 from rag_assets.vocabulary.modes import RetrievalMode
 
@@ -279,20 +280,20 @@ def _worst_table(report, mode: str, n: int = 5) -> str:
     return "\n".join(lines)
 
 
-def _quality_check(report, settings) -> dg.AssetCheckResult:
+def _quality_check(report, evaluation: EvaluationSettings) -> dg.AssetCheckResult:
     hybrid = RetrievalMode.HYBRID.value
     mode = hybrid if hybrid in report.metrics else report.modes[0]
     value = float(report.metrics[mode].get(QUALITY_METRIC, 0.0))
-    threshold = settings.eval_min_hybrid_recall_at_5
+    threshold = evaluation.eval_min_hybrid_recall_at_5
     return dg.AssetCheckResult(
         check_name="retrieval_quality",
         passed=value >= threshold,
-        severity=dg.AssetCheckSeverity[settings.eval_check_severity.upper()],
+        severity=dg.AssetCheckSeverity[evaluation.eval_check_severity.upper()],
         metadata={"mode": mode, QUALITY_METRIC: round(value, 4), "threshold": threshold},
     )
 
 
-def _hybrid_check(report, settings) -> dg.AssetCheckResult:
+def _hybrid_check(report, evaluation: EvaluationSettings) -> dg.AssetCheckResult:
     """Hybrid, the default mode, must not be clearly worse than one of its parts on this eval set."""
     behind = report.hybrid_behind()
     metadata: dict = {"compared_with": ", ".join(report.differences) or "none (hybrid and a single mode not both scored)",
@@ -304,12 +305,12 @@ def _hybrid_check(report, settings) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name="hybrid_not_behind",
         passed=not behind,
-        severity=dg.AssetCheckSeverity[settings.eval_check_severity.upper()],
+        severity=dg.AssetCheckSeverity[evaluation.eval_check_severity.upper()],
         metadata=metadata,
     )
 
 
-def _labels_check(report, store, settings) -> dg.AssetCheckResult:
+def _labels_check(report, store, evaluation: EvaluationSettings) -> dg.AssetCheckResult:
     units, doc_paths = [], set()
     for _, _, meta in store.iter_all():
         doc_paths.add(meta["doc_path"])
@@ -323,7 +324,7 @@ def _labels_check(report, store, settings) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name="eval_labels_resolve",
         passed=not unresolved,
-        severity=dg.AssetCheckSeverity[settings.eval_check_severity.upper()],
+        severity=dg.AssetCheckSeverity[evaluation.eval_check_severity.upper()],
         metadata=metadata,
     )
 
@@ -500,8 +501,8 @@ def _add_labelled_scores(metadata: dict, context, paths: list[str], model, vecto
     })
     if loaded.errors:
         metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
-    return [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings),
-            _hybrid_check(scored.report, settings)]
+    return [_quality_check(scored.report, settings.evaluation), _labels_check(scored.report, store, settings.evaluation),
+            _hybrid_check(scored.report, settings.evaluation)]
 
 
 def _add_synthetic_scores(metadata: dict, synthetic, model, vector_store, settings, modes, top_k: int) -> None:
