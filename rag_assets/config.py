@@ -21,9 +21,10 @@ outside the dataclass fields, so they are not in the repr, the equality, the has
 Where flat access remains, and why: the edges (the CLI, the Dagster resources, the MarkdownCorpus
 component) resolve, override and hand on whole Settings (`from_env`, `with_variables`, `variables`
 and the corpus's base settings all work on the flat fields); and code that truly needs several
-groups takes the whole Settings: the Retriever and RAGPipeline (paths, embedding, retrieval, answer),
-the ingest stages and folder index (paths, ingest, chunking, embedding), the orchestration assets and
-the evaluation runs (every group). The functional core that needs one group takes that group:
+groups takes the whole Settings: the Retriever (paths, chunking, retrieval, and the embedding its
+shared model is keyed by: rag_assets.embedding.shared_embedder), its SearchSnapshot and RAGPipeline
+(those and answer), the ingest stages and folder index (paths, ingest, chunking, embedding), the
+orchestration assets and the evaluation runs (every group). The functional core that needs one group takes that group:
 the chunking config and token counter (chunking), the embedders (embedding), the chat model (answer),
 the ranking config (retrieval), the ragas judge and the evaluation thresholds (evaluation), the
 metadata policy and the scope (ingest), the stores (paths).
