@@ -80,7 +80,7 @@ def open_corpus(name: str, workdir: Path = DEFAULT_WORKDIR, *, rebuild: bool = F
     if retriever is None:
         from rag_assets.index.chroma_store import ChromaStore
 
-        retriever = Retriever(embedder, ChromaStore.for_settings(settings, embedder), settings)
+        retriever = Retriever(embedder, ChromaStore.for_settings(settings.paths, embedder), settings)
     built = None
     if rebuild or retriever.store.count() == 0:
         cache = EmbeddingCache(StateDB.open(local_state_url(workdir)))

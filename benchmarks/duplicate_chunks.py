@@ -38,9 +38,9 @@ CORPORA = {
 
 def main() -> None:
     settings = Settings.from_env()
-    embedder = load_embedder(settings)
+    embedder = load_embedder(settings.embedding)
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
-    config, policy = ChunkingConfig.from_settings(settings), MetadataPolicy.from_settings(settings)
+    config, policy = ChunkingConfig.from_settings(settings.chunking), MetadataPolicy.from_settings(settings.ingest)
     print("| corpus | pages | chunks before | chunks after | dropped | pages changed |")
     print("|---|---|---|---|---|---|")
     for name, docs in CORPORA.items():

@@ -40,7 +40,7 @@ def main() -> int:
     from rag_assets.pipeline import RAGPipeline
     from rag_assets.retrieval.filters import Filters
 
-    embedder = load_embedder(Settings.from_env())
+    embedder = load_embedder(Settings.from_env().embedding)
     source = ensure_source(args.workdir, embedder)
     ensure_scaled(args.workdir, embedder, source, args.size, noise=0.01)
     settings = _settings(args.workdir, f"scale_{args.size}")

@@ -138,7 +138,7 @@ from rag_assets.config import Settings
 from rag_assets.embedding import load_embedder
 from rag_assets.index.stage_store import CHUNKS, StageStore
 from rag_assets.index.chroma_store import ChromaStore
-s = Settings.from_env(); e = load_embedder(s)
+s = Settings.from_env(); e = load_embedder(s.embedding)
 store = ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=e.model_name, dimension=e.dimension)
 stages = StageStore(s.state_dir)
 per_doc = {}

@@ -136,7 +136,7 @@ texts = {}
 for (payload,) in db.execute("SELECT payload FROM stage_records WHERE stage = 'chunks'"):
     for c in json.loads(payload):
         texts.setdefault(c["content_hash"], c["index_text"] or c["text"])
-embedder = load_embedder(settings)
+embedder = load_embedder(settings.embedding)
 embedder.embed_documents(["warm up the model"])
 started = time.perf_counter()
 embedder.embed_documents(list(texts.values()))

@@ -115,7 +115,7 @@ class Prepared:
             from rag_assets.config import Settings
             from rag_assets.embedding import load_embedder
 
-            vectors = load_embedder(Settings.from_env({})).embed_documents(unique)
+            vectors = load_embedder(Settings.from_env({}).embedding).embed_documents(unique)
             np.save(path, vectors)
         pos = {h: i for i, h in enumerate(unique)}
         return (c.qvecs @ vectors.T)[:, [pos[h] for h in heads]]

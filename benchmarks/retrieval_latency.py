@@ -183,7 +183,7 @@ import numpy  # imported before the baseline so the delta is the snapshot, not t
 from rag_assets.embedding import load_embedder
 from rag_assets.retrieval.retriever import Retriever
 settings = _settings(Path({workdir!r}), {name!r})
-retriever = Retriever(load_embedder(settings), None, settings)
+retriever = Retriever(load_embedder(settings.embedding), None, settings)
 retriever.embed_query("warm the model up")
 before = rss_mb()
 start = time.perf_counter()
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    embedder = load_embedder(_settings(workdir, "source"))
+    embedder = load_embedder(_settings(workdir, "source").embedding)
     questions = [q.question for q in load_eval_set(ROOT / "data" / "eval" / "claude-docs.jsonl").questions][: args.queries]
     source = ensure_source(workdir, embedder, args.source_chroma)
     results = {"machine": machine(), "source_chunks": len(source), "sizes": {}}

@@ -100,7 +100,7 @@ def ensure_10k(workdir: Path, bundled_env: dict[str, str]) -> dict[str, str]:
 
     scale = workdir / "scaled"
     settings = _settings(scale, "scale_10000")
-    embedder = load_embedder(settings)
+    embedder = load_embedder(settings.embedding)
     source = ensure_source(scale, embedder, source_chroma=bundled_env["RAG_CHROMA_PATH"])
     print(json.dumps(ensure_scaled(scale, embedder, source, 10_000, 0.01)), file=sys.stderr)
     env = env_for(scale / "serve")

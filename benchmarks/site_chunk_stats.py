@@ -138,9 +138,9 @@ def flags(chunk, following, min_tokens: int, snippet_files: set[str], section_si
 
 def measure(name: str, docs: Path, show: str | None) -> dict:
     settings = Settings.from_env()
-    embedder = load_embedder(settings)  # loads no model; `fits` uses its tokenizer
+    embedder = load_embedder(settings.embedding)  # loads no model; `fits` uses its tokenizer
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
-    config, policy = ChunkingConfig.from_settings(settings), MetadataPolicy.from_settings(settings)
+    config, policy = ChunkingConfig.from_settings(settings.chunking), MetadataPolicy.from_settings(settings.ingest)
     fingerprint = st.chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name,
                                           embedder.max_input_tokens, policy.fingerprint)
     catalog = _call(discover, settings, docs)

@@ -85,7 +85,7 @@ def indexed(env: dict) -> int:
     if not Path(env["RAG_STATE_DIR"]).exists():
         return 0
     try:
-        return len(StageStore.for_settings(Settings.from_env(env)).doc_paths(INDEXED))
+        return len(StageStore.for_settings(Settings.from_env(env).paths).doc_paths(INDEXED))
     except Exception:  # noqa: BLE001 - the database is being created
         return 0
 

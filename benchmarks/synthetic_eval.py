@@ -89,7 +89,7 @@ def synthetic_questions(name: str, workdir: Path, style: str, size: int = 100, s
     if style == "llm":  # LLM-written questions: the chat model of the environment (OPENAI_API_KEY, RAG_CHAT_MODEL...)
         from rag_assets.answer.generation import ChatLLM
 
-        llm = ChatLLM.from_settings(Settings.from_env(), temperature=0.0, max_tokens=300)
+        llm = ChatLLM.from_settings(Settings.from_env().answer, temperature=0.0, max_tokens=300)
     built = build_synthetic_set(sources, workdir / "sets" / name / f"{style}-{size}", size=size, seed=seed,
                                 style="heading" if llm else style, llm=llm)
     return built

@@ -67,7 +67,7 @@ def answer_question(
         raise ValueError("selected_text, when given, is the non-empty passage the reader selected")
     settings = settings or (pipeline.settings if pipeline is not None else Settings.from_env())
     if llm is None:
-        check_chat_settings(settings)  # fail fast, before the (slow) retrieval stack loads
+        check_chat_settings(settings.answer)  # fail fast, before the (slow) retrieval stack loads
     max_sources = validate_count(max_sources, "max_sources", MAX_SOURCES)
     from rag_assets.pipeline import RAGPipeline  # the retrieval stack loads only once the call is valid
     if pipeline is None:
@@ -97,7 +97,7 @@ def answer_question(
         failed = None
     if selected_text:
         context = with_selection(context, selected_text.strip(), max_sources)
-    answer = answer_from_context(question.strip(), context, settings=settings, llm=llm, start=start)
+    answer = answer_from_context(question.strip(), context, answer=settings.answer, llm=llm, start=start)
     if failed is not None and answer.error is None:
         answer.error = f"search failed: {failed}; answered from the selected text alone"
     return answer
@@ -133,7 +133,7 @@ class RAGService:
                         **options) -> Answer:
         if self.pipeline is None:
             if self.llm is None:
-                check_chat_settings(self.settings)  # before the retrieval stack loads
+                check_chat_settings(self.settings.answer)  # before the retrieval stack loads
             from rag_assets.pipeline import RAGPipeline
 
             self.pipeline = RAGPipeline.from_settings(self.settings)

@@ -2,6 +2,32 @@
 
 Relative paths are resolved against the current working directory when the settings are loaded
 (the repo root for `rag`, `dagster dev` and `dagster asset materialize`).
+
+Groups. `Settings` stores its fields flat (one environment variable each, as docs/configuration.md
+lists them) and offers them in groups, derived frozen views built once per Settings on first use:
+`settings.paths`, `.ingest`, `.chunking`, `.embedding`, `.retrieval`, `.answer`, `.evaluation` and
+`.openai` (the OpenAI-compatible endpoint, shared by the embedder, the chat model and the ragas judge;
+the groups that use it carry it as `.openai` and read `openai_api_key`/`openai_base_url` through it).
+Each flat field belongs to exactly one group (GROUPS; rag_assets_tests/test_config.py checks it), and
+keeps its flat name there, so `settings.chunking.chunk_max_tokens == settings.chunk_max_tokens`.
+A group may also carry values derived from other groups under names of their own (the embedding
+group's resolved `model_name` and `tiktoken_dir`, the chunking group's `tiktoken_dir`).
+
+Why flat storage: the no-op check (rag_assets.orchestration.noop_check) digests repr(settings); a flat
+repr identical to the one before the groups means an upgrade does not turn every user's next no-op
+`rag ingest` into a full re-run. The views are cached_property values (in the instance's __dict__),
+outside the dataclass fields, so they are not in the repr, the equality, the hash or `replace`.
+
+Where flat access remains, and why: the edges (the CLI, the Dagster resources, the MarkdownCorpus
+component) resolve, override and hand on whole Settings (`from_env`, `with_variables`, `variables`
+and the corpus's base settings all work on the flat fields); and code that truly needs several
+groups takes the whole Settings: the Retriever (paths, chunking, retrieval, and the embedding its
+shared model is keyed by: rag_assets.embedding.shared_embedder), its SearchSnapshot and RAGPipeline
+(those and answer), the ingest stages and folder index (paths, ingest, chunking, embedding), the
+orchestration assets and the evaluation runs (every group). The functional core that needs one group takes that group:
+the chunking config and token counter (chunking), the embedders (embedding), the chat model (answer),
+the ranking config (retrieval), the ragas judge and the evaluation thresholds (evaluation), the
+metadata policy and the scope (ingest), the stores (paths).
 """
 
 from __future__ import annotations
@@ -11,6 +37,7 @@ import importlib.util
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
@@ -183,6 +210,40 @@ class Settings:
     chat_max_retries: int = 3  # total attempts per answer, the first included
     chat_timeout_seconds: float = 60.0
 
+    # the groups (module docstring): derived, frozen views of the flat fields, built on first use
+    @cached_property
+    def paths(self) -> "PathSettings":
+        return _group(PathSettings, self)
+
+    @cached_property
+    def ingest(self) -> "IngestSettings":
+        return _group(IngestSettings, self)
+
+    @cached_property
+    def chunking(self) -> "ChunkingSettings":
+        return _group(ChunkingSettings, self, tiktoken_dir=self.cache_dir / "tiktoken")
+
+    @cached_property
+    def openai(self) -> "OpenAIEndpoint":
+        return _group(OpenAIEndpoint, self)
+
+    @cached_property
+    def embedding(self) -> "EmbeddingSettings":
+        return _group(EmbeddingSettings, self, openai=self.openai, model_name=self.model_name,
+                      tiktoken_dir=self.cache_dir / "tiktoken")
+
+    @cached_property
+    def retrieval(self) -> "RetrievalSettings":
+        return _group(RetrievalSettings, self)
+
+    @cached_property
+    def answer(self) -> "AnswerSettings":
+        return _group(AnswerSettings, self, openai=self.openai)
+
+    @cached_property
+    def evaluation(self) -> "EvaluationSettings":
+        return _group(EvaluationSettings, self, openai=self.openai)
+
     @property
     def model_name(self) -> str:
         if self.embedding_model:
@@ -316,6 +377,169 @@ class Settings:
                 f"with a letter or digit (Chroma's rule), got {self.collection!r}"
             )
         return self
+
+
+def _group(cls, settings: Settings, **derived):
+    """The group `cls` of these settings: its fields named as Settings' taken from them, `derived` the others."""
+    names = {f.name for f in fields(settings)}
+    return cls(**{f.name: getattr(settings, f.name) for f in fields(cls) if f.name in names}, **derived)
+
+
+class _OpenAIUser:
+    """A group that talks to the OpenAI-compatible endpoint reads its key and URL through `openai`."""
+
+    openai: "OpenAIEndpoint"
+
+    @property
+    def openai_api_key(self) -> str | None:
+        return self.openai.openai_api_key
+
+    @property
+    def openai_base_url(self) -> str | None:
+        return self.openai.openai_base_url
+
+
+@dataclass(frozen=True)
+class PathSettings:
+    """Where things live: the folders, the state database, the vector store (what the stores open)."""
+
+    docs_dir: Path
+    chroma_path: Path
+    state_dir: Path
+    state_url: str | None = field(repr=False)
+    cache_dir: Path
+    eval_dir: Path
+    eval_results_dir: Path
+    corpora_dir: Path
+    collection: str
+    chroma_host: str | None
+    chroma_port: int
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    """What is read and how ingest runs: discovery, parsing, scope, languages, metadata, runs, the
+    deletion guard and the automation under `dagster dev`."""
+
+    max_file_bytes: int
+    index_snippets: bool
+    include: str
+    exclude: str
+    ignore_files: bool
+    skip_frontmatter_keys: str
+    languages: str
+    default_language: str
+    default_doc_type: str
+    code_documents_folder: str
+    required_metadata: str
+    doc_types: str
+    documents_per_run: int
+    max_delete_share: float
+    mass_delete_min_documents: int
+    ingest_lock_timeout: float = field(repr=False)
+    log_level: str = field(repr=False)
+    allow_mass_delete: bool
+    sensor_interval_seconds: int
+    evaluation_interval_seconds: int
+    reconcile_cron: str
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    """How documents are cut (tiktoken tokens); `tiktoken_dir` (from cache_dir) holds the encodings."""
+
+    tiktoken_encoding: str
+    chunk_min_tokens: int
+    chunk_target_tokens: int
+    chunk_max_tokens: int
+    chunk_overlap_tokens: int
+    tiktoken_dir: Path
+
+
+@dataclass(frozen=True)
+class OpenAIEndpoint:
+    """The OpenAI-compatible endpoint (OPENAI_API_KEY, OPENAI_BASE_URL) the embedder, chat model and judge share."""
+
+    openai_api_key: str | None = field(repr=False)
+    openai_base_url: str | None
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings(_OpenAIUser):
+    """The embedder: which one, its model (`model_name`: resolved, with the languages' default) and,
+    for OpenAI, its requests."""
+
+    embedder: str
+    embedding_model: str
+    embed_batch_size: int
+    openai_max_retries: int
+    openai_timeout_seconds: float
+    openai_batch_size: int
+    openai_concurrency: int
+    openai_max_batch_tokens: int
+    openai_breaker_failures: int
+    openai_breaker_cooldown_seconds: float
+    openai: OpenAIEndpoint
+    model_name: str
+    tiktoken_dir: Path
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """How a question is answered with chunks: mode, fusion, ranking, context, limits, the query cache."""
+
+    retrieval_mode: str
+    fusion: str
+    rrf_k: int
+    dense_weight: float
+    keyword_weight: float
+    heading_weight: float
+    keyword_heading_repeats: int
+    max_results_per_page: int
+    context_tokens: int
+    context_passages: int
+    min_relevance: float
+    max_query_chars: int
+    retrieve_timeout_seconds: float
+    query_cache_ttl_seconds: float
+    query_cache_size: int
+
+
+@dataclass(frozen=True)
+class AnswerSettings(_OpenAIUser):
+    """The chat model that writes answers (rag_assets.answer.generation)."""
+
+    chat_model: str
+    chat_temperature: float
+    chat_max_tokens: int
+    chat_max_retries: int
+    chat_timeout_seconds: float
+    openai: OpenAIEndpoint
+
+
+@dataclass(frozen=True)
+class EvaluationSettings(_OpenAIUser):
+    """Evaluation: top k, the recall check's threshold and severity, extra corpora, synthetic sets, the judge."""
+
+    eval_top_k: int
+    eval_min_hybrid_recall_at_5: float
+    eval_check_severity: str
+    eval_corpora: str
+    eval_synthetic: str
+    eval_synthetic_questions: int
+    eval_synthetic_seed: int
+    eval_synthetic_generator: str
+    eval_llm_model: str = field(repr=False)
+    eval_embedding_model: str = field(repr=False)
+    openai: OpenAIEndpoint
+
+
+# group name (a Settings attribute) -> its class; every Settings field is in exactly one of them
+GROUPS: dict[str, type] = {
+    "paths": PathSettings, "ingest": IngestSettings, "chunking": ChunkingSettings, "openai": OpenAIEndpoint,
+    "embedding": EmbeddingSettings, "retrieval": RetrievalSettings, "answer": AnswerSettings,
+    "evaluation": EvaluationSettings,
+}
 
 
 # field name -> environment variable

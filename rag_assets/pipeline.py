@@ -170,9 +170,9 @@ class RAGPipeline:
         from rag_assets.answer.generation import answer_from_context, chat_configured, check_chat_settings
 
         wants_answer = generate_answer if generate_answer is not None else (
-            chat_configured(self.settings) or bool(self.settings.chat_model))
+            chat_configured(self.settings.answer) or bool(self.settings.chat_model))
         if wants_answer:
-            check_chat_settings(self.settings)  # ConfigurationError naming OPENAI_API_KEY
+            check_chat_settings(self.settings.answer)  # ConfigurationError naming OPENAI_API_KEY
         validate_top_k(top_k)
         fusion = self.retriever.ranking_for(method).fusion  # "rrf" is hybrid fused by RRF, whatever RAG_FUSION says
         method = RetrievalMode.parse(method, self.settings.retrieval_mode)  # ValueError for an unknown method
@@ -196,7 +196,7 @@ class RAGPipeline:
                 sources.append(chunk.doc_path)
         answer, answer_meta = "", {}
         if wants_answer:
-            generated = answer_from_context(context.query, context, settings=self.settings)
+            generated = answer_from_context(context.query, context, answer=self.settings.answer)
             answer = generated.answer
             answer_meta = {
                 "answer_model": generated.model,

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rag_assets.config import ENV_VARS, Settings
+from rag_assets.config import ENV_VARS, AnswerSettings
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
 
@@ -142,17 +142,18 @@ class ChatReply:
 
 
 # -- configuration -----------------------------------------------------------------------------
-def chat_model_name(settings: Settings) -> str:
-    return getattr(settings, "chat_model", "") or DEFAULT_CHAT_MODEL
+def chat_model_name(answer: AnswerSettings) -> str:
+    """The chat model the settings' answer group (`settings.answer`) names, or the default."""
+    return getattr(answer, "chat_model", "") or DEFAULT_CHAT_MODEL
 
 
-def chat_configured(settings: Settings) -> bool:
+def chat_configured(answer: AnswerSettings) -> bool:
     """Whether RAGPipeline.query() generates answers: OPENAI_API_KEY and (RAG_CHAT_MODEL or OPENAI_BASE_URL)."""
-    key = settings.openai_api_key
-    return bool(key and key.strip()) and bool(getattr(settings, "chat_model", "") or settings.openai_base_url)
+    key = answer.openai_api_key
+    return bool(key and key.strip()) and bool(getattr(answer, "chat_model", "") or answer.openai_base_url)
 
 
-def check_chat_settings(settings: Settings) -> None:
+def check_chat_settings(settings: AnswerSettings) -> None:
     """ConfigurationError (naming the variable) unless a chat completion can be attempted."""
     if not settings.openai_api_key or not settings.openai_api_key.strip():
         raise ConfigurationError(
@@ -202,16 +203,17 @@ class ChatLLM:
         self.backoff_max = backoff_max
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> "ChatLLM":
-        check_chat_settings(settings)
+    def from_settings(cls, answer: AnswerSettings, **overrides: Any) -> "ChatLLM":
+        """From the settings' answer group (`settings.answer`)."""
+        check_chat_settings(answer)
         kwargs: dict[str, Any] = dict(
-            api_key=settings.openai_api_key,
-            model=chat_model_name(settings),
-            base_url=settings.openai_base_url,
-            temperature=settings.chat_temperature,
-            max_tokens=settings.chat_max_tokens,
-            max_retries=settings.chat_max_retries,
-            timeout_seconds=settings.chat_timeout_seconds,
+            api_key=answer.openai_api_key,
+            model=chat_model_name(answer),
+            base_url=answer.openai_base_url,
+            temperature=answer.chat_temperature,
+            max_tokens=answer.chat_max_tokens,
+            max_retries=answer.chat_max_retries,
+            timeout_seconds=answer.chat_timeout_seconds,
         )
         kwargs.update(overrides)
         return cls(**kwargs)
@@ -393,12 +395,12 @@ def answer_from_context(
     question: str,
     context: "RAGContext",
     *,
-    settings: Settings | None = None,
+    answer: AnswerSettings | None = None,
     llm: ChatLLM | None = None,
     start: float | None = None,
 ) -> Answer:
     """Answer question from an already retrieved context (what RAGPipeline.query uses), with `llm`
-    or the chat model `settings` configure (one of them is required)."""
+    or the chat model the settings' answer group (`settings.answer`) configures (one of them is required)."""
     start = time.perf_counter() if start is None else start
     sources = build_sources(context)
     log.info("retrieved %d source(s) (mean relevance %.3f, threshold %.2f, %s)",
@@ -411,9 +413,9 @@ def answer_from_context(
                       processing_time_ms=(time.perf_counter() - start) * 1000, **values)
 
     if llm is None:
-        if settings is None:
+        if answer is None:
             raise TypeError("answer_from_context needs the chat model's settings or an llm")
-        llm = ChatLLM.from_settings(settings)
+        llm = ChatLLM.from_settings(answer)
     if not sources:
         log.info("no relevant context: answering 'not found' without calling the chat model")
         return finish(answer=NOT_FOUND_ANSWER, tokens_used=0, model="")

@@ -48,7 +48,7 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool, new_nam
         return owner
     from rag_assets.index.stage_store import StageStore
 
-    default_folder = StageStore.for_settings(base).catalog_folder()
+    default_folder = StageStore.for_settings(base.paths).catalog_folder()
     if default_folder is None or Path(default_folder).resolve() == target:
         return Corpus()  # the default corpus is empty, or indexes this folder already
     others = _all_named(base)
@@ -130,7 +130,7 @@ def corpus_rows() -> list[dict]:
     rows = []
     for name, defs in CORPORA.items():
         settings = defs.corpus.settings()
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         catalog = stages.read_catalog()
         ingest = last_ingest(stages)
         scope = stages.read_scope()

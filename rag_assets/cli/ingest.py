@@ -120,7 +120,7 @@ def _nothing_to_index(settings) -> bool:
 
     if has_markdown_files(settings.docs_dir):  # FileNotFoundError: the missing-folder message
         return False
-    return StageStore.for_settings(settings).catalog_folder() is None
+    return StageStore.for_settings(settings.paths).catalog_folder() is None
 
 
 def run_ingest_doc(args) -> int:
@@ -147,7 +147,7 @@ def _run_ingest_doc(args) -> int:
     if args.force:
         from rag_assets.index.stage_store import StageStore
 
-        StageStore.for_settings(settings).forget_fingerprints([doc_path])
+        StageStore.for_settings(settings.paths).forget_fingerprints([doc_path])
     with _progress_bars(args):
         summary = ingest(only_doc_paths=[doc_path], corpus=corpus_definitions(args.corpus))
     if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:

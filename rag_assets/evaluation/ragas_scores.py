@@ -38,7 +38,7 @@ from typing import Any, Awaitable, Callable, Sequence
 # must be set before ragas is imported anywhere: evaluate()/single_turn_score() send analytics otherwise
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
-from rag_assets.config import Settings  # noqa: E402
+from rag_assets.config import EvaluationSettings  # noqa: E402
 from rag_assets.openai_errors import redact_url  # noqa: E402
 from rag_assets.evaluation.evalset import EvalQuestion  # noqa: E402
 from rag_assets.evaluation.matching import (  # noqa: E402
@@ -84,14 +84,15 @@ class LLMConfig:
     embedding_model: str | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "LLMConfig | None":
-        """The judge the settings configure (OPENAI_API_KEY, OPENAI_BASE_URL, RAG_EVAL_LLM_MODEL,
-        RAG_EVAL_EMBEDDING_MODEL, as resolved at the edge); None without a key and an endpoint."""
-        key, url = (settings.openai_api_key or "").strip(), (settings.openai_base_url or "").strip()
+    def from_settings(cls, evaluation: EvaluationSettings) -> "LLMConfig | None":
+        """The judge the settings' evaluation group configures (`settings.evaluation`: OPENAI_API_KEY,
+        OPENAI_BASE_URL, RAG_EVAL_LLM_MODEL, RAG_EVAL_EMBEDDING_MODEL, as resolved at the edge); None
+        without a key and an endpoint."""
+        key, url = (evaluation.openai_api_key or "").strip(), (evaluation.openai_base_url or "").strip()
         if not key or not url:
             return None
-        return cls(api_key=key, base_url=url, model=settings.eval_llm_model.strip() or DEFAULT_LLM_MODEL,
-                   embedding_model=settings.eval_embedding_model.strip() or None)
+        return cls(api_key=key, base_url=url, model=evaluation.eval_llm_model.strip() or DEFAULT_LLM_MODEL,
+                   embedding_model=evaluation.eval_embedding_model.strip() or None)
 
     def __repr__(self) -> str:  # never print the key
         return f"LLMConfig(base_url={redact_url(self.base_url)!r}, model={self.model!r}, embedding_model={self.embedding_model!r})"

@@ -145,13 +145,13 @@ class ChromaStore:
             )
 
     @classmethod
-    def for_settings(cls, settings, embedder) -> "ChromaStore":
-        """The configured collection (rag_assets.config.Settings) for this embedder's vectors."""
+    def for_settings(cls, paths, embedder) -> "ChromaStore":
+        """The configured collection (rag_assets.config.PathSettings: the settings' `paths`) for this embedder's vectors."""
         return cls(
-            path=settings.chroma_path,
-            host=settings.chroma_host,
-            port=settings.chroma_port,
-            collection=settings.collection,
+            path=paths.chroma_path,
+            host=paths.chroma_host,
+            port=paths.chroma_port,
+            collection=paths.collection,
             embedding_model=embedder.model_name,
             dimension=embedder.dimension,
         )

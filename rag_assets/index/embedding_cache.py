@@ -27,10 +27,11 @@ class EmbeddingCache:
         self.db = db
 
     @classmethod
-    def for_settings(cls, settings) -> "EmbeddingCache":
-        cache = cls(StateDB.for_settings(settings))
+    def for_settings(cls, paths) -> "EmbeddingCache":
+        """The cache in the state database of these paths (rag_assets.config.PathSettings)."""
+        cache = cls(StateDB.for_settings(paths))
         if cache.db.is_sqlite:
-            cache.import_legacy(Path(settings.state_dir) / LEGACY_FILE)
+            cache.import_legacy(Path(paths.state_dir) / LEGACY_FILE)
         return cache
 
     def get_many(self, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:

@@ -19,7 +19,7 @@ EMPTY = "empty"
 
 
 def _db(where):
-    """A StateDB, Settings (RAG_STATE_URL honoured) or a state folder (its local SQLite state)."""
+    """A StateDB, Settings or their paths group (RAG_STATE_URL honoured) or a state folder (its local SQLite state)."""
     from rag_assets.index.state_db import StateDB, local_state_url
 
     if isinstance(where, StateDB):

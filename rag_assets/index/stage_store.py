@@ -62,8 +62,9 @@ class StageStore:
         self.db = db if isinstance(db, StateDB) else StateDB.open(local_state_url(db))
 
     @classmethod
-    def for_settings(cls, settings) -> "StageStore":
-        return cls(StateDB.for_settings(settings))
+    def for_settings(cls, paths) -> "StageStore":
+        """The state database of these paths (rag_assets.config.PathSettings: RAG_STATE_URL or RAG_STATE_DIR)."""
+        return cls(StateDB.for_settings(paths))
 
     # records ---------------------------------------------------------------------------------
     def write(self, stage: str, doc_path: str, source_hash: str, payload: Any, fingerprint: str = "") -> None:

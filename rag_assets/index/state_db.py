@@ -239,8 +239,9 @@ class StateDB:
         return sa.engine.make_url(self.url).render_as_string(hide_password=True)
 
     @classmethod
-    def for_settings(cls, settings) -> "StateDB":
-        return cls.open(state_url(settings))
+    def for_settings(cls, paths) -> "StateDB":
+        """The state database of these paths (rag_assets.config.PathSettings, or a whole Settings)."""
+        return cls.open(state_url(paths))
 
     @classmethod
     def open(cls, url: str) -> "StateDB":
@@ -330,10 +331,10 @@ class StateDB:
         self.engine.dispose()
 
 
-def state_url(settings) -> str:
+def state_url(paths) -> str:
     """RAG_STATE_URL (a plain postgresql:// URL gets the installed driver), or the SQLite file in the state folder."""
-    url = getattr(settings, "state_url", None)
-    return with_driver(url) if url else local_state_url(settings.state_dir)
+    url = getattr(paths, "state_url", None)
+    return with_driver(url) if url else local_state_url(paths.state_dir)
 
 
 # the PostgreSQL drivers SQLAlchemy can use, in order of preference; the `postgres` extra installs psycopg2

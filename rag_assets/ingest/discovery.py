@@ -153,7 +153,7 @@ def _refusal(doc_path: str, exc: DocumentTooLarge | OSError) -> DiscoveryError:
 def discover_for(settings, known: Catalog | None = None, looked: StatLook | None = None) -> Catalog:
     """discover() over a corpus's docs folder with its size limit and snippet rule (rag_assets.config.Settings)."""
     return discover(settings.docs_dir, max_file_bytes=settings.max_file_bytes, known=known,
-                    index_snippets=settings.index_snippets, looked=looked, scope=ScopeSettings.from_settings(settings))
+                    index_snippets=settings.index_snippets, looked=looked, scope=ScopeSettings.from_settings(settings.ingest))
 
 
 def iter_markdown_files(docs_dir: Path, *, rules: SiteRules | None = None, scope: ScopeSettings | None = None,

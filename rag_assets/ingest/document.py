@@ -35,8 +35,9 @@ class ParseSettings:
     max_file_bytes: int = 5_000_000
 
     @classmethod
-    def from_settings(cls, settings) -> "ParseSettings":
-        return cls(MetadataPolicy.from_settings(settings), settings.max_file_bytes)
+    def from_settings(cls, ingest) -> "ParseSettings":
+        """From the settings' ingest group (rag_assets.config.IngestSettings)."""
+        return cls(MetadataPolicy.from_settings(ingest), ingest.max_file_bytes)
 
 
 @dataclass(frozen=True)

@@ -62,10 +62,11 @@ class MetadataPolicy:
     code_folder: str = DEFAULT_CODE_FOLDER  # RAG_CODE_DOCUMENTS_FOLDER: where documents from code are kept
 
     @classmethod
-    def from_settings(cls, settings) -> "MetadataPolicy":
+    def from_settings(cls, ingest) -> "MetadataPolicy":
+        """From the settings' ingest group (rag_assets.config.IngestSettings)."""
         split = lambda raw: tuple(v.strip() for v in (raw or "").split(",") if v.strip())  # noqa: E731
-        return cls(settings.default_doc_type.strip(), split(settings.required_metadata), split(settings.doc_types),
-                   settings.code_documents_folder.strip().strip("/"))
+        return cls(ingest.default_doc_type.strip(), split(ingest.required_metadata), split(ingest.doc_types),
+                   ingest.code_documents_folder.strip().strip("/"))
 
     @property
     def fingerprint(self) -> str:

@@ -46,15 +46,15 @@ def index_folder(
     (rag_assets.retrieval.snapshot_writer.SnapshotWriter over the same store): the search snapshot is
     committed as the store changes, in groups; without it the generation is bumped and readers build
     the snapshot from the store."""
-    counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
-    config = ChunkingConfig.from_settings(settings)
-    parse = ParseSettings.from_settings(settings)
+    counter = TokenCounter.for_name(settings.chunking.tiktoken_encoding, settings.chunking.tiktoken_dir)
+    config = ChunkingConfig.from_settings(settings.chunking)
+    parse = ParseSettings.from_settings(settings.ingest)
     setup = ChunkSettings(counter, config, embedder.fits)
-    fingerprint = chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
+    fingerprint = chunking_fingerprint(config, settings.chunking.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
                                        parse.policy.fingerprint)
-    store = ChromaStore.for_settings(settings, embedder)
+    store = ChromaStore.for_settings(settings.paths, embedder)
     catalog = discover(Path(docs_dir), max_file_bytes=settings.max_file_bytes, index_snippets=settings.index_snippets,
-                       scope=ScopeSettings.from_settings(settings))
+                       scope=ScopeSettings.from_settings(settings.ingest))
     known = _read_manifest(manifest)
     current: dict[str, str] = {}
     errors = [{"doc_path": e.path, "error": e.reason} for e in catalog.errors]

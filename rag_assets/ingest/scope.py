@@ -31,7 +31,8 @@ _MAX_FLAGS = 20
 
 @dataclass(frozen=True)
 class ScopeSettings:
-    """The scope settings of a corpus (rag_assets.config.Settings, resolved once at the edge)."""
+    """The scope settings of a corpus (from the settings' ingest group, rag_assets.config.IngestSettings,
+    resolved once at the edge)."""
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -42,15 +43,15 @@ class ScopeSettings:
     keep: tuple[str, ...] = ()  # folders never left out (documents ingested from code)
 
     @classmethod
-    def from_settings(cls, settings) -> "ScopeSettings":
+    def from_settings(cls, ingest) -> "ScopeSettings":
         return cls(
-            include=split_list(settings.include, ";"),
-            exclude=split_list(settings.exclude, ";"),
-            ignore_files=settings.ignore_files,
-            skip_keys=tuple(k.lower() for k in split_list(settings.skip_frontmatter_keys, ",")),
-            languages=parse_languages(settings.languages),
-            default_language=languages.normalise(settings.default_language) if settings.default_language else "",
-            keep=(settings.code_documents_folder,) if settings.code_documents_folder else (),
+            include=split_list(ingest.include, ";"),
+            exclude=split_list(ingest.exclude, ";"),
+            ignore_files=ingest.ignore_files,
+            skip_keys=tuple(k.lower() for k in split_list(ingest.skip_frontmatter_keys, ",")),
+            languages=parse_languages(ingest.languages),
+            default_language=languages.normalise(ingest.default_language) if ingest.default_language else "",
+            keep=(ingest.code_documents_folder,) if ingest.code_documents_folder else (),
         )
 
     @property

@@ -39,7 +39,7 @@ def build_index_audit(corpus: Corpus, names: CorpusNames, group: str,
         on demand): what the per-run checks verify for their documents, for every document."""
         settings = embedder.settings(run_settings.settings_for(corpus))
         model = embedder.get(settings)
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         catalog = stages.read_catalog()
         if catalog is None:
             raise dg.Failure(description="no catalog yet: materialize document_catalog (or run `rag ingest`) first")

@@ -50,7 +50,7 @@ def build_document_catalog(corpus: Corpus, names: CorpusNames, partitions: dg.Dy
             catalog = discover_for(settings)
         except FileNotFoundError as exc:
             raise dg.Failure(description=f"{exc}; nothing was removed from the index") from None
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         current_keys = [d.partition_key for d in catalog.documents]
         existing_keys = set(context.instance.get_dynamic_partitions(partitions.name))
         # a file that exists but failed discovery keeps its partition (and what is indexed of it)

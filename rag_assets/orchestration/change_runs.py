@@ -53,12 +53,12 @@ def plan_change_runs(settings: Settings, cursor: str | None, existing: list[str]
     has, in order; `resources`: the configured ones the runs use (staleness); `owner`: whose looks
     the cursor names (the sensor's and `rag watch`'s are kept apart). Raises FileNotFoundError when
     the docs folder is gone (nothing is removed)."""
-    stages = StageStore.for_settings(settings)
+    stages = StageStore.for_settings(settings.paths)
     previous, stored, lost = _previous_look(stages, owner, cursor)
     recorded = stages.read_scope() or {}
     changes = detect_changes(settings.docs_dir, previous, max_file_bytes=settings.max_file_bytes, wait=True,
                              settle_seconds=settle_seconds, index_snippets=settings.index_snippets,
-                             scope=ScopeSettings.from_settings(settings),
+                             scope=ScopeSettings.from_settings(settings.ingest),
                              default_language=str(recorded.get("default_language") or ""))
     if changes.same_state and stored:
         new_cursor = cursor

@@ -82,7 +82,7 @@ def ingest_documents(settings: Settings, documents: Iterable[Any]) -> IngestionR
     docs = documents_from_code.validate(documents)  # ValueError before anything is written
     _same_target(settings)
     planned = documents_from_code.plan(_folder(settings), docs)  # ValueError: a path too long, an id on another's file
-    policy = MetadataPolicy.from_settings(settings)
+    policy = MetadataPolicy.from_settings(settings.ingest)
     errors: list[str] = []
     failed: list[Planned] = []
     going: list[Planned] = []
@@ -150,7 +150,7 @@ def _indexed_now(settings: Settings, going: list[Planned]) -> set[str]:
     from rag_assets.orchestration.runs import index_resources
 
     try:
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         paths = [p.doc_path for p in going]
         refs = list(stages.catalog_by_doc_path(paths).values())
         stale, failed = stale_now(refs, stages, settings, index_resources()), stages.failures(paths)
@@ -188,7 +188,7 @@ def _structure_warnings(settings: Settings, indexed: list[Planned]) -> list[str]
 
     if not indexed:
         return []
-    stages = StageStore.for_settings(settings)
+    stages = StageStore.for_settings(settings.paths)
     paths = [p.doc_path for p in indexed]
     blocks = stages.read_many(BLOCKS, paths)
     parsed = stages.read_many(PARSED, [p for p in paths if p in blocks])
@@ -239,7 +239,7 @@ def delete_documents(settings: Settings, ids: Iterable[Any]) -> dict:
         raise DeletionRefusedError(f"nothing was deleted: {summary.removal_refused}")
     from rag_assets.index.stage_store import StageStore
 
-    left = set(StageStore.for_settings(settings).headers(doc_paths))
+    left = set(StageStore.for_settings(settings.paths).headers(doc_paths))
     if left:
         raise RagError(f"{len(left)} document(s) still indexed after their deletion: {sorted(left)[:5]}; "
                        "run `rag ingest` to finish removing them")

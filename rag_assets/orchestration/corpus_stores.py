@@ -74,7 +74,7 @@ def move_to_own_store(corpus: Corpus) -> StoreMove | None:
             return None
         settings = corpus.settings()  # the old store's, until the rename below
         collection = settings.collection
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         staging = own.with_name(own.name + MOVING)
         shutil.rmtree(staging, ignore_errors=True)  # a move that crashed half-way
         if collection == shared.collection:
@@ -98,7 +98,7 @@ def move_to_own_store(corpus: Corpus) -> StoreMove | None:
 def _split_from_default(corpus: Corpus, legacy: Path, own: Path, stages: StageStore, collection: str) -> StoreMove:
     """The corpus's collection is the default corpus's own: an empty store of its own (its ingest
     indexes it from the embedding cache), and the chunks only it recorded out of the default's."""
-    default_stages = StageStore.for_settings(corpus.base_settings())
+    default_stages = StageStore.for_settings(corpus.base_settings().paths)
     theirs = stages.chunk_ids() - default_stages.chunk_ids()
     own.mkdir(parents=True)  # its store from now on, empty until the ingest indexes it
     removed = delete_from_collection(legacy, collection, sorted(theirs)) if embedded_collection_id(legacy, collection) else 0

@@ -39,9 +39,9 @@ def _parsed_documents(corpus: Corpus, per_doc: dict, upstream: dg.AssetsDefiniti
     def parsed_documents(context: dg.AssetExecutionContext, run_settings: RunSettingsResource) -> dg.MaterializeResult:
         """YAML frontmatter (safe-loaded) -> title, description, tags, metadata; the markdown body."""
         settings = run_settings.settings_for(corpus)
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         refs = document_refs(context, settings, stages)
-        report = run_parse(refs, stages, progress_reporter(context), MetadataPolicy.from_settings(settings), settings.max_file_bytes)
+        report = run_parse(refs, stages, progress_reporter(context), MetadataPolicy.from_settings(settings.ingest), settings.max_file_bytes)
         stages.refresh_catalog(refs)  # a file edited since the catalog run is known as it is now
         return stage_result(context, report)
 
@@ -54,7 +54,7 @@ def _markdown_blocks(corpus: Corpus, per_doc: dict, upstream: dg.AssetsDefinitio
     def markdown_blocks(context: dg.AssetExecutionContext, run_settings: RunSettingsResource) -> dg.MaterializeResult:
         """Structural blocks: headings, prose, atomic code fences, pipe tables and ::: admonitions."""
         settings = run_settings.settings_for(corpus)
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         return stage_result(context, run_split(document_refs(context, settings, stages), stages, progress_reporter(context)))
 
     return markdown_blocks
@@ -75,7 +75,7 @@ def _document_chunks(corpus: Corpus, names: CorpusNames, per_doc: dict, upstream
         """Heading-aware chunks sized in tiktoken tokens to fit the embedder; deterministic ids and hashes."""
         settings = embedder.settings(run_settings.settings_for(corpus))
         model, config, counter, fingerprint = chunking_setup(embedder, settings)
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         refs = document_refs(context, settings, stages)
         report = run_chunk(refs, stages, counter, config, model.fits, fingerprint, progress_reporter(context))
         within_limit, metadata_present = invariants.chunk_checks(stages, refs, model.fits)  # one read of the chunks
@@ -93,7 +93,7 @@ def _chunk_embeddings(corpus: Corpus, per_doc: dict, upstream: dg.AssetsDefiniti
         """One vector per distinct chunk text, cached by (model, content hash): nothing is embedded twice."""
         settings = embedder.settings(run_settings.settings_for(corpus))
         model = embedder.get(settings)
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         report = run_embed(
             document_refs(context, settings, stages), stages, model, embedder.cache(settings), chunking_fingerprint_for(settings, model),
             progress_reporter(context),
@@ -121,7 +121,7 @@ def _vector_index(corpus: Corpus, names: CorpusNames, per_doc: dict, upstream: d
         several documents per store call; then the search snapshot queries read, committed per group."""
         settings = embedder.settings(run_settings.settings_for(corpus))
         model = embedder.get(settings)
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         refs = document_refs(context, settings, stages)
         with vector_store.writer(model, settings) as store:
             report = run_index(refs, stages, store, embedder.cache(settings), chunking_fingerprint_for(settings, model),

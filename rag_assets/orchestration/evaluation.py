@@ -27,6 +27,7 @@ from typing import Any
 
 import dagster as dg
 
+from rag_assets.config import EvaluationSettings
 from rag_assets.index.generation import current_generation
 from rag_assets.vocabulary.modes import RetrievalMode
 
@@ -68,10 +69,10 @@ def question_llm(settings):
     from rag_assets.answer.generation import ChatLLM, chat_configured
     from rag_assets.errors import ConfigurationError
 
-    if settings.eval_synthetic_generator == "auto" and not chat_configured(settings):
+    if settings.eval_synthetic_generator == "auto" and not chat_configured(settings.answer):
         return None
     try:
-        return ChatLLM.from_settings(settings, temperature=0.0, max_tokens=300)
+        return ChatLLM.from_settings(settings.answer, temperature=0.0, max_tokens=300)
     except ConfigurationError as exc:
         raise dg.Failure(f"RAG_EVAL_SYNTHETIC_GENERATOR=llm: {exc}") from None
 
@@ -93,7 +94,7 @@ def build_synthetic(settings, log, docs_dir=None, corpus: str | None = None):
         try:
             from rag_assets.index.stage_store import StageStore
 
-            stages = StageStore.for_settings(settings)
+            stages = StageStore.for_settings(settings.paths)
             known = stages.read_catalog()
         except Exception:  # noqa: BLE001 - no state yet (or unreadable): every file is hashed and read
             known = stages = None
@@ -182,7 +183,7 @@ def _score(questions, model, store, settings, modes, top_k, results_dir, eval_se
     started = time.perf_counter()
     previous = EvaluationReport.latest_saved(results_dir)  # read before this run's save replaces it
     report = evaluate_retrieval(questions, retriever.search, modes=modes, top_k=top_k,
-                                llm_config=LLMConfig.from_settings(settings))
+                                llm_config=LLMConfig.from_settings(settings.evaluation))
     report.eval_set = eval_set
     if previous is not None:
         report.compare_with(*previous)  # did the index move its figures, beyond the eval set's noise?
@@ -208,8 +209,8 @@ def _score_corpus(context, corpus, model, settings, modes, top_k) -> dict:
 
     side = corpus.settings(settings)
     # the main embedding cache: a text embedded for either index is never embedded again
-    cache = EmbeddingCache.for_settings(settings)
-    store = ChromaStore.for_settings(side, model)
+    cache = EmbeddingCache.for_settings(settings.paths)
+    store = ChromaStore.for_settings(side.paths, model)
     synced = index_folder(corpus.docs_dir, side, model, cache=cache, manifest=side.state_dir / "manifest.json",
                           snapshot=SnapshotWriter(side, store))
     for error in synced["errors"]:
@@ -279,20 +280,20 @@ def _worst_table(report, mode: str, n: int = 5) -> str:
     return "\n".join(lines)
 
 
-def _quality_check(report, settings) -> dg.AssetCheckResult:
+def _quality_check(report, evaluation: EvaluationSettings) -> dg.AssetCheckResult:
     hybrid = RetrievalMode.HYBRID.value
     mode = hybrid if hybrid in report.metrics else report.modes[0]
     value = float(report.metrics[mode].get(QUALITY_METRIC, 0.0))
-    threshold = settings.eval_min_hybrid_recall_at_5
+    threshold = evaluation.eval_min_hybrid_recall_at_5
     return dg.AssetCheckResult(
         check_name="retrieval_quality",
         passed=value >= threshold,
-        severity=dg.AssetCheckSeverity[settings.eval_check_severity.upper()],
+        severity=dg.AssetCheckSeverity[evaluation.eval_check_severity.upper()],
         metadata={"mode": mode, QUALITY_METRIC: round(value, 4), "threshold": threshold},
     )
 
 
-def _hybrid_check(report, settings) -> dg.AssetCheckResult:
+def _hybrid_check(report, evaluation: EvaluationSettings) -> dg.AssetCheckResult:
     """Hybrid, the default mode, must not be clearly worse than one of its parts on this eval set."""
     behind = report.hybrid_behind()
     metadata: dict = {"compared_with": ", ".join(report.differences) or "none (hybrid and a single mode not both scored)",
@@ -304,12 +305,12 @@ def _hybrid_check(report, settings) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name="hybrid_not_behind",
         passed=not behind,
-        severity=dg.AssetCheckSeverity[settings.eval_check_severity.upper()],
+        severity=dg.AssetCheckSeverity[evaluation.eval_check_severity.upper()],
         metadata=metadata,
     )
 
 
-def _labels_check(report, store, settings) -> dg.AssetCheckResult:
+def _labels_check(report, store, evaluation: EvaluationSettings) -> dg.AssetCheckResult:
     units, doc_paths = [], set()
     for _, _, meta in store.iter_all():
         doc_paths.add(meta["doc_path"])
@@ -323,7 +324,7 @@ def _labels_check(report, store, settings) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name="eval_labels_resolve",
         passed=not unresolved,
-        severity=dg.AssetCheckSeverity[settings.eval_check_severity.upper()],
+        severity=dg.AssetCheckSeverity[evaluation.eval_check_severity.upper()],
         metadata=metadata,
     )
 
@@ -500,8 +501,8 @@ def _add_labelled_scores(metadata: dict, context, paths: list[str], model, vecto
     })
     if loaded.errors:
         metadata["eval_set_problems"] = dg.MetadataValue.md("\n".join(f"- {e}" for e in loaded.errors[:50]))
-    return [_quality_check(scored.report, settings), _labels_check(scored.report, store, settings),
-            _hybrid_check(scored.report, settings)]
+    return [_quality_check(scored.report, settings.evaluation), _labels_check(scored.report, store, settings.evaluation),
+            _hybrid_check(scored.report, settings.evaluation)]
 
 
 def _add_synthetic_scores(metadata: dict, synthetic, model, vector_store, settings, modes, top_k: int) -> None:

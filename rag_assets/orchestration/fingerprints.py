@@ -18,15 +18,15 @@ def chunking_setup(embedder_resource: EmbedderResource, settings: Settings):
     """(embedder, chunking config, token counter, chunk fingerprint): what document_chunks chunks with."""
     settings = embedder_resource.settings(settings)
     embedder = embedder_resource.get(settings)
-    counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
-    return embedder, ChunkingConfig.from_settings(settings), counter, chunking_fingerprint_for(settings, embedder)
+    counter = TokenCounter.for_name(settings.chunking.tiktoken_encoding, settings.chunking.tiktoken_dir)
+    return embedder, ChunkingConfig.from_settings(settings.chunking), counter, chunking_fingerprint_for(settings, embedder)
 
 
 def chunking_fingerprint_for(settings: Settings, embedder) -> str:
     """What a chunk record must carry to be current (no model or tokenizer is loaded for it)."""
-    config = ChunkingConfig.from_settings(settings)
-    return chunking_fingerprint(config, settings.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
-                                MetadataPolicy.from_settings(settings).fingerprint)
+    config = ChunkingConfig.from_settings(settings.chunking)
+    return chunking_fingerprint(config, settings.chunking.tiktoken_encoding, embedder.model_name, embedder.max_input_tokens,
+                                MetadataPolicy.from_settings(settings.ingest).fingerprint)
 
 
 def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreResource, settings: Settings) -> Fingerprints:
@@ -34,7 +34,7 @@ def current_fingerprints(embedder: EmbedderResource, vector_store: VectorStoreRe
     settings = embedder.settings(settings)
     model = embedder.get(settings)
     return Fingerprints(
-        parsed=MetadataPolicy.from_settings(settings).fingerprint,
+        parsed=MetadataPolicy.from_settings(settings.ingest).fingerprint,
         chunks=chunking_fingerprint_for(settings, model),
         embedded=model.model_name,
         indexed=index_fingerprint(vector_store.settings(settings).collection, vector_store.collection_id(model, settings),

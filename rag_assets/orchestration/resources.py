@@ -74,7 +74,7 @@ class EmbedderResource(dg.ConfigurableResource):
         return shared_embedder(self.settings(base))
 
     def cache(self, base: Settings) -> EmbeddingCache:
-        return EmbeddingCache.for_settings(self.settings(base))
+        return EmbeddingCache.for_settings(self.settings(base).paths)
 
 
 class VectorStoreResource(dg.ConfigurableResource):
@@ -90,7 +90,7 @@ class VectorStoreResource(dg.ConfigurableResource):
                      chroma_host=self.chroma_host, chroma_port=self.chroma_port, collection=self.collection)
 
     def open(self, embedder: Embedder, base: Settings) -> ChromaStore:
-        return ChromaStore.for_settings(self.settings(base), embedder)
+        return ChromaStore.for_settings(self.settings(base).paths, embedder)
 
     def collection_id(self, embedder: Embedder, base: Settings) -> str:
         """The collection's id now, without opening an embedded store when its catalog file can be

@@ -323,7 +323,7 @@ def _ingest_corpus(summary: IngestSummary, only_doc_paths, allow_mass_delete: bo
     """The ingest under the corpus's ingest lock: its store moved into its own folder if need be,
     then held (embedded: its writer lock), and the record of how the ingest ended."""
     settings = corpus.corpus.settings()
-    stages = StageStore.for_settings(settings)
+    stages = StageStore.for_settings(settings.paths)
     _record_ingest(stages, {"outcome": "running", "pid": os.getpid(), "host": socket.gethostname()})
     outcome = "failed"
     try:
@@ -433,7 +433,7 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
         watch.instance = instance  # an interrupted run is marked canceling there (interrupt_logging)
     fail_orphaned_runs(instance)
     runs_at_start = run_storage_state()
-    stages = StageStore.for_settings(settings)
+    stages = StageStore.for_settings(settings.paths)
     if look is not None and look.moved_only and (only_doc_paths is not None or look.runs != runs_at_start):
         look = None  # a run came after the moved-only look: it may have moved more, the whole catalog decides
     # moved-only: the catalogs below hold only the files whose stats moved (noop_check.FolderLook)

@@ -43,7 +43,7 @@ def build_nightly_reconcile(corpus: Corpus, assets: IngestionAssets, evaluation:
         requests = [dg.RunRequest(run_key=f"reconcile-catalog-{stamp}", asset_selection=[document_catalog.key],
                                   tags=index_tags)]
         settings = corpus.settings()
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         try:
             catalog = discover_for(settings, known=stages.read_catalog())
         except FileNotFoundError as exc:

@@ -61,15 +61,16 @@ class RankingConfig:
     max_per_page: int = DEFAULT_MAX_PER_PAGE
 
     @classmethod
-    def from_settings(cls, settings, *, adaptive: bool = True) -> "RankingConfig":
+    def from_settings(cls, retrieval, *, adaptive: bool = True) -> "RankingConfig":
+        """From the settings' retrieval group (rag_assets.config.RetrievalSettings)."""
         return cls(
-            fusion=FusionMethod.parse(settings.fusion),
-            dense_weight=settings.dense_weight,
-            keyword_weight=settings.keyword_weight,
-            rrf_k=settings.rrf_k,
+            fusion=FusionMethod.parse(retrieval.fusion),
+            dense_weight=retrieval.dense_weight,
+            keyword_weight=retrieval.keyword_weight,
+            rrf_k=retrieval.rrf_k,
             adaptive=adaptive,
-            heading_weight=settings.heading_weight,
-            max_per_page=settings.max_results_per_page,
+            heading_weight=retrieval.heading_weight,
+            max_per_page=retrieval.max_results_per_page,
         )
 
 

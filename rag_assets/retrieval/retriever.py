@@ -234,7 +234,7 @@ class Retriever:
         self.snapshot = snapshot or SearchSnapshot(self.settings, open_store=lambda: self.store,
                                                    recheck_seconds=recheck_seconds)
         self.adaptive = adaptive
-        self.ranking = RankingConfig.from_settings(self.settings, adaptive=adaptive)
+        self.ranking = RankingConfig.from_settings(self.settings.retrieval, adaptive=adaptive)
         self._embeddings = LRUCache(max(self.settings.query_cache_size, 64))
         self._checked: set[str] = set()  # manifests whose model was checked against the embedder
 
@@ -255,7 +255,7 @@ class Retriever:
             if self._store is None:
                 from rag_assets.index.chroma_store import ChromaStore
 
-                self._store = ChromaStore.for_settings(self.settings, self.embedder)
+                self._store = ChromaStore.for_settings(self.settings.paths, self.embedder)
             return self._store
 
     # ------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def builds_for(settings, state=None) -> "FolderBuilds":
     if state is None:
         from rag_assets.index.state_db import StateDB
 
-        state = StateDB.for_settings(settings)
+        state = StateDB.for_settings(settings.paths)
     return FolderBuilds(root) if state.is_sqlite else SharedBuilds(state, root, settings.collection, settings.state_dir)
 
 

@@ -56,7 +56,7 @@ class SnapshotWriter:
 
         self.settings = settings
         self.store = store
-        self.state = state if state is not None else StateDB.for_settings(settings)
+        self.state = state if state is not None else StateDB.for_settings(settings.paths)
         self.builds = builds if builds is not None else builds_for(settings, self.state)
         self.commits = 0
         self.rebuilds = 0
@@ -197,7 +197,7 @@ def ensure_snapshot(settings, store=None) -> bool:
         from rag_assets.embedding import load_embedder
         from rag_assets.index.chroma_store import ChromaStore
 
-        store = ChromaStore.for_settings(settings, load_embedder(settings))
+        store = ChromaStore.for_settings(settings.paths, load_embedder(settings.embedding))
     writer = SnapshotWriter(settings, store)
     writer.rebuild(stale_reason(builds_for(settings).current(), read_generation(writer.state)) + " (found by `rag ingest`)")
     return writer.rebuilds > 0

@@ -258,12 +258,12 @@ def test_invalid_arguments(pipeline, settings, server):
 def test_pipeline_query_answers_only_when_a_chat_model_is_configured(built, settings, server):
     # an API key alone (e.g. for embeddings) does not turn answers on: behaviour unchanged
     key_only = dataclasses.replace(built[1], openai_api_key=API_KEY)
-    assert not chat_configured(key_only) and not chat_configured(built[1])
+    assert not chat_configured(key_only.answer) and not chat_configured(built[1].answer)
     assert RAGPipeline.from_settings(key_only).query(ON_TOPIC, top_k=3)["answer"] == ""
     assert server.requests == []
 
-    assert chat_configured(settings)
-    assert chat_configured(dataclasses.replace(key_only, chat_model="gpt-4o-mini"))
+    assert chat_configured(settings.answer)
+    assert chat_configured(dataclasses.replace(key_only, chat_model="gpt-4o-mini").answer)
     answering = RAGPipeline.from_settings(settings)
     server.reply("Use the 'Add Test Case' button [Source 1].")
     result = answering.query(ON_TOPIC, method="hybrid", top_k=3)
@@ -394,7 +394,7 @@ def test_an_embedding_failure_raises_as_the_textbook_contract_says(built, settin
     from rag_assets.retrieval.retriever import Retriever
 
     broken = MiniLMOnnxEmbedder(model_path=tmp_path / "missing-model.onnx")  # a real embedder whose model is gone
-    pipeline = RAGPipeline(Retriever(broken, ChromaStore.for_settings(built[1], broken), built[1]))
+    pipeline = RAGPipeline(Retriever(broken, ChromaStore.for_settings(built[1].paths, broken), built[1]))
     with caplog.at_level(logging.ERROR, logger="rag_assets.answering"), \
             pytest.raises(EmbeddingFailureError, match="ONNX model not found"):
         answer_question(ON_TOPIC, None, 3, pipeline=pipeline, settings=settings)

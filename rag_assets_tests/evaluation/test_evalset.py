@@ -114,7 +114,7 @@ def test_every_bundled_label_resolves_in_the_bundled_corpus(tmp_path):
     units = []
     for ref in discover(REPO_EVAL.parents[1] / "docs").documents:
         doc = read_document(ref)
-        for chunk in chunk_document(doc, split_markdown(doc.body), counter, ChunkingConfig.from_settings(settings)):
+        for chunk in chunk_document(doc, split_markdown(doc.body), counter, ChunkingConfig.from_settings(settings.chunking)):
             units.append((chunk.doc_path, chunk.section, " > ".join(chunk.heading_breadcrumb)))
     unresolved = unresolved_labels(load_eval_set(REPO_EVAL).questions, units)
     assert unresolved == [], [f"{u.question_id}: {u.reason}" for u in unresolved]

@@ -89,11 +89,11 @@ def test_llm_metrics_skipped_with_reason_never_zero(report):
 def test_llm_config_from_settings_and_answer_requirements():
     from rag_assets.config import Settings
 
-    assert ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "k"})) is None
-    cfg = ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "secret", "OPENAI_BASE_URL": "http://x/v1"}))
+    assert ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "k"}).evaluation) is None
+    cfg = ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "secret", "OPENAI_BASE_URL": "http://x/v1"}).evaluation)
     assert cfg.model == ragas_scores.DEFAULT_LLM_MODEL and "secret" not in repr(cfg)
     judge = ragas_scores.LLMConfig.from_settings(Settings.from_env({"OPENAI_API_KEY": "s", "OPENAI_BASE_URL": "http://x/v1",
-                                                                     "RAG_EVAL_LLM_MODEL": "judge"}))
+                                                                     "RAG_EVAL_LLM_MODEL": "judge"}).evaluation)
     assert judge.model == "judge" and judge.embedding_model is None
     sample = ragas_scores.RagasSample("q", reference_answer="ref")
     reasons = ragas_scores.llm_skip_reasons(cfg, [sample])

@@ -32,6 +32,6 @@ def test_the_old_cache_file_is_imported_once(tmp_path):
     old.execute("INSERT INTO embeddings VALUES ('m', 'h1', 2, ?)", (np.array([1, 2], dtype=np.float32).tobytes(),))
     old.commit()
     old.close()
-    cache = EmbeddingCache.for_settings(Settings.from_env({}, state_dir=tmp_path))
+    cache = EmbeddingCache.for_settings(Settings.from_env({}, state_dir=tmp_path).paths)
     assert np.array_equal(cache.get_many("m", ["h1"])["h1"], [1, 2])
     assert not (tmp_path / "embeddings.sqlite").exists() and (tmp_path / "embeddings.sqlite.imported").exists()

@@ -40,7 +40,7 @@ def settings(request, tmp_path):
 
 
 def test_records_failures_catalog_cache_and_generation(settings):
-    stages = StageStore.for_settings(settings)
+    stages = StageStore.for_settings(settings.paths)
     assert stages.db.is_sqlite == (settings.state_url is None)
     stages.write_many(CHUNKS, [(f"d{i}.md", "h", [{"i": i, "text": "é ✓"}], "fp") for i in range(700)])
     assert stages.read(CHUNKS, "d3.md")["payload"] == [{"i": 3, "text": "é ✓"}]
@@ -57,7 +57,7 @@ def test_records_failures_catalog_cache_and_generation(settings):
     assert stats.docs_dir == "/docs" and not stats.imports and stats.errors == []
     assert stages.catalog_by_doc_path(["a.md", "gone.md"]) == {"a.md": a}
 
-    cache = EmbeddingCache.for_settings(settings)
+    cache = EmbeddingCache.for_settings(settings.paths)
     cache.put_many("m", ["x", "y"], np.eye(2, 3, dtype=np.float32))
     cache.put_many("m", ["x"], np.ones((1, 3), dtype=np.float32))  # the first writer's vector stays
     assert np.array_equal(cache.get_many("m", ["x"])["x"], [1, 0, 0]) and cache.count("m") == 2
@@ -73,8 +73,8 @@ def test_concurrent_writers_of_one_database(settings):
 
     def worker(n: int) -> None:
         try:
-            stages = StageStore.for_settings(settings)
-            cache = EmbeddingCache.for_settings(settings)
+            stages = StageStore.for_settings(settings.paths)
+            cache = EmbeddingCache.for_settings(settings.paths)
             for i in range(30):
                 stages.write(CHUNKS, f"w{n}-{i}.md", "h", [], "fp")
                 cache.put_many("m", [f"shared-{i}", f"w{n}-{i}"], np.ones((2, 4), dtype=np.float32))
@@ -87,8 +87,8 @@ def test_concurrent_writers_of_one_database(settings):
     for t in threads:
         t.join()
     assert errors == []
-    assert len(StageStore.for_settings(settings).headers()) == 120
-    assert EmbeddingCache.for_settings(settings).count("m") == 30 + 120
+    assert len(StageStore.for_settings(settings.paths).headers()) == 120
+    assert EmbeddingCache.for_settings(settings.paths).count("m") == 30 + 120
 
 
 def test_a_bad_state_url_is_a_configuration_error(tmp_path):
@@ -124,7 +124,7 @@ def test_the_search_snapshot_is_shared_through_postgresql(pg_base, tmp_path):
     write_corpus(tmp_path / "docs", {"parts/valves.md": "# Valves\n\nGrease the ZK-4411 valve every quarter.\n"})
     build_index(tmp_path / "docs", first_settings)
     assert b.view().search("ZK-4411 valve grease", 3) and b.view().generation == read_generation(first_settings)
-    with StateDB.for_settings(first_settings).read() as conn:
+    with StateDB.for_settings(first_settings.paths).read() as conn:
         published = {row.name for row in conn.execute(sa.select(snapshot_segments.c.name))}
     live = {s["name"] for s in b.view().manifest["segments"]}
     assert live <= published and len(published) <= 2 * len(live) + 1
@@ -153,7 +153,7 @@ def test_rag_state_url_in_the_plain_form_works_end_to_end(tmp_path):
     with postgres_server(databases=()) as base:
         url = createdb(base, "rag_plain").replace("postgresql+psycopg2://", "postgresql://")
         settings = Settings.from_env({"RAG_STATE_URL": url, "RAG_STATE_DIR": str(tmp_path / "state")})
-        stages = StageStore.for_settings(settings)
+        stages = StageStore.for_settings(settings.paths)
         bump_generation(settings)
         assert read_generation(settings) != "empty" and not stages.db.is_sqlite
 

@@ -335,8 +335,8 @@ def test_sections_after_a_ten_level_list_are_their_own_chunks(counter: TokenCoun
 
 
 def test_the_chunker_defaults_are_the_settings_defaults() -> None:
-    assert ChunkingConfig.from_settings(Settings.from_env({})) == ChunkingConfig()
-    assert ChunkingConfig.from_settings(Settings.from_env({"RAG_CHUNK_MAX_TOKENS": "180"})).max_tokens == 180
+    assert ChunkingConfig.from_settings(Settings.from_env({}).chunking) == ChunkingConfig()
+    assert ChunkingConfig.from_settings(Settings.from_env({"RAG_CHUNK_MAX_TOKENS": "180"}).chunking).max_tokens == 180
 
 
 def test_a_long_title_or_h1_has_a_header_budget_and_does_not_shred_its_page(caplog):

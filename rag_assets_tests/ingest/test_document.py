@@ -55,9 +55,9 @@ def folder(tmp_path):
 def test_the_three_roads_give_the_same_chunk_ids_for_the_same_file(folder, embedder, tmp_path):
     docs, settings = folder
     refs = discover(docs, index_snippets=settings.index_snippets).documents
-    parse = ParseSettings.from_settings(settings)
+    parse = ParseSettings.from_settings(settings.ingest)
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
-    config = ChunkingConfig.from_settings(settings)
+    config = ChunkingConfig.from_settings(settings.chunking)
 
     # the per-document stages (what the Dagster assets run), records between the steps
     stages = StageStore(tmp_path / "stage-road")
@@ -76,7 +76,7 @@ def test_the_three_roads_give_the_same_chunk_ids_for_the_same_file(folder, embed
     assert {p: [c.chunk_id for c in d.chunks] for p, d in direct.items()} == recorded
     stats = index_folder(docs, settings, embedder)
     assert not stats["errors"]
-    assert set(ChromaStore.for_settings(settings, embedder).ids()) == {cid for ids in recorded.values() for cid in ids}
+    assert set(ChromaStore.for_settings(settings.paths, embedder).ids()) == {cid for ids in recorded.values() for cid in ids}
     # each step's record is the one the stage reported for that document
     assert {p: d.records["chunks"] for p, d in direct.items()} == report.per_document
 
@@ -96,7 +96,7 @@ def test_a_bad_document_fails_by_name_on_the_road(folder, tmp_path):
     (docs / "broken.md").write_text("---\ntitle: [unclosed\n---\n# Broken\n", encoding="utf-8")
     ref = next(r for r in discover(docs).documents if r.doc_path == "broken.md")
     with pytest.raises(DocumentError, match="broken.md"):
-        document_blocks(ref, ParseSettings.from_settings(settings))
+        document_blocks(ref, ParseSettings.from_settings(settings.ingest))
 
 
 def test_an_unexpected_failure_on_the_road_is_named_by_its_file(folder):
@@ -107,6 +107,6 @@ def test_an_unexpected_failure_on_the_road_is_named_by_its_file(folder):
     def broken_limit(text: str) -> bool:  # an embedder whose limit check itself fails
         raise ZeroDivisionError("division by zero")
 
-    setup = ChunkSettings(counter, ChunkingConfig.from_settings(settings), broken_limit)
+    setup = ChunkSettings(counter, ChunkingConfig.from_settings(settings.chunking), broken_limit)
     with pytest.raises(DocumentError, match=r"^rate-limits.md: ZeroDivisionError: division by zero$"):
-        document_chunks(ref, ParseSettings.from_settings(settings), setup)
+        document_chunks(ref, ParseSettings.from_settings(settings.ingest), setup)

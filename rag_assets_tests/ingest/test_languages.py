@@ -144,6 +144,6 @@ def test_scope_settings_are_validated_by_name():
     with pytest.raises(ConfigurationError, match=r"RAG_EXCLUDE: '\\\\' is not a glob"):
         Settings.from_env({"RAG_EXCLUDE": "drafts/;\\"})
     settings = Settings.from_env({"RAG_LANGUAGES": "EN, es", "RAG_EXCLUDE": "blog/**;*.draft.md"})
-    scope = ScopeSettings.from_settings(settings)
+    scope = ScopeSettings.from_settings(settings.ingest)
     assert scope.languages == ("en", "es") and scope.exclude == ("blog/**", "*.draft.md")
     assert scope.keep == ("_from_code",)

@@ -29,7 +29,7 @@ SPANISH = {
 
 
 def chunk_languages(settings: Settings) -> dict[str, set[str]]:
-    store = ChromaStore.for_settings(settings, load_embedder(settings))
+    store = ChromaStore.for_settings(settings.paths, load_embedder(settings.embedding))
     out: dict[str, set[str]] = {}
     for _, _, meta in store.iter_all():
         out.setdefault(meta["doc_path"], set()).add(meta.get("language"))
@@ -54,7 +54,7 @@ def test_left_out_pages_are_counted_removed_when_they_leave_and_indexed_when_the
     assert summary.documents_processed == 3 and not summary.errors
     assert summary.left_out == {"translation": 3, "draft": 1, "ragignore": 1} and summary.default_language == "en"
     settings = Settings.from_env()
-    assert StageStore.for_settings(settings).read_scope()["left_out"] == summary.left_out
+    assert StageStore.for_settings(settings.paths).read_scope()["left_out"] == summary.left_out
     assert chunk_languages(settings).keys() == {"guide/evaluation.md", "guide/streaming.md", "rate-limits.md"}
     assert all(langs == {"en"} for langs in chunk_languages(settings).values())
     noop = quick_noop(settings)  # nothing moved: the no-op answer says what is left out too
@@ -98,7 +98,7 @@ def test_a_folder_with_translations_still_answers_a_noop_from_stats_alone(site, 
 
     ingest()
     settings = Settings.from_env()
-    assert StageStore.for_settings(settings).read_catalog().left_out_read == sorted(["upcoming.md", *SPANISH])
+    assert StageStore.for_settings(settings.paths).read_catalog().left_out_read == sorted(["upcoming.md", *SPANISH])
     opened = []
     real = discovery._fingerprint
     monkeypatch.setattr(discovery, "_fingerprint", lambda *a, **k: opened.append(a[1]) or real(*a, **k))

@@ -165,11 +165,11 @@ def test_index_commits_the_search_snapshot_and_a_failed_commit_is_redone(corpus,
 
     root, refs = corpus
     settings = Settings.from_env({}, state_dir=root / "state", chroma_path=root / "chroma", docs_dir=root / "docs")
-    stages = StageStore.for_settings(settings)
+    stages = StageStore.for_settings(settings.paths)
     cache = EmbeddingCache(stages.db)
     fingerprint = _chunk_all(refs, stages, tmp_path, local_embedder)
     run_embed(refs, stages, local_embedder, cache, fingerprint)
-    store = ChromaStore.for_settings(settings, local_embedder)
+    store = ChromaStore.for_settings(settings.paths, local_embedder)
     writer = SnapshotWriter(settings, store, stages.db)
     assert not run_index(refs, stages, store, cache, fingerprint, snapshot=writer).failed
     reader = SearchSnapshot(settings)

@@ -26,7 +26,7 @@ def instance(rag_env, dagster_home):
 
 def _store() -> ChromaStore:
     settings = Settings.from_env()
-    embedder = load_embedder(settings)
+    embedder = load_embedder(settings.embedding)
     return ChromaStore(
         path=settings.chroma_path, collection=settings.collection,
         embedding_model=embedder.model_name, dimension=embedder.dimension,
@@ -115,7 +115,7 @@ def test_range_run_indexes_all_and_checks_pass_then_rerun_is_a_no_op(instance):
     from rag_assets.orchestration.resources import IndexResources
 
     settings = Settings.from_env()
-    stages = StageStore.for_settings(settings)
+    stages = StageStore.for_settings(settings.paths)
     refs = discover_for(settings, known=stages.read_catalog()).documents
     assert stale_now(refs, stages, settings, IndexResources.of(RESOURCES)) == {}
     elsewhere = IndexResources(EmbedderResource(), VectorStoreResource(collection="elsewhere_chunks"))

@@ -62,7 +62,7 @@ def test_a_touched_file_is_still_a_noop_and_its_new_stat_is_remembered(indexed):
     later = time.time() + 5
     os.utime(path, (later, later))
     assert quick() is not None
-    stored = {d.doc_path: d for d in StageStore.for_settings(Settings.from_env()).read_catalog().documents}
+    stored = {d.doc_path: d for d in StageStore.for_settings(Settings.from_env().paths).read_catalog().documents}
     assert stored["rate-limits.md"].mtime_ns == path.stat().st_mtime_ns
 
 
@@ -192,7 +192,7 @@ def test_a_run_made_by_another_process_during_an_ingest_means_every_document_is_
         def elsewhere():
             return 1
         assert dg.materialize([elsewhere], instance=instance).success  # a finished run of someone else
-        stages = StageStore.for_settings(Settings.from_env())  # ... which failed a document this ingest did not run
+        stages = StageStore.for_settings(Settings.from_env().paths)  # ... which failed a document this ingest did not run
         other = next(d for d in stages.read_catalog().documents if d.doc_path not in {r.doc_path for r in todo})
         stages.record_failure(other.doc_path, other.content_hash, "parsed", f"{other.doc_path}: broken meanwhile")
         return ran
@@ -208,7 +208,7 @@ def test_a_failed_document_means_no_answer_until_it_is_fixed(indexed):
     bad.write_text("---\ntitle: [unclosed\n---\n# Bad\n\nText.\n")
     summary = ingest()
     assert [e["doc_path"] for e in summary.errors] == ["bad.md"]
-    assert StageStore.for_settings(Settings.from_env()).db.get_meta(TOKEN_KEY) == ""
+    assert StageStore.for_settings(Settings.from_env().paths).db.get_meta(TOKEN_KEY) == ""
     assert quick() is None
     bad.write_text("---\ntitle: Fixed\n---\n# Fixed\n\nText.\n")
     assert not ingest().errors
@@ -259,7 +259,7 @@ def test_when_more_than_the_folder_changed_every_document_is_asked_about(indexed
     elif change == "another_dagster_run":
         _another_run(indexed)
     elif change == "failed_ingest":  # a later ingest left a document failed: no token, no base
-        stages = StageStore.for_settings(Settings.from_env())
+        stages = StageStore.for_settings(Settings.from_env().paths)
         record_noop_token(Settings.from_env(), stages, None, None)
     _answer, look = check_noop(Settings.from_env())
     if change == "failed_ingest":
@@ -308,7 +308,7 @@ def test_a_touched_file_is_answered_from_its_own_row_once_then_from_stats_again(
     # the stats moved: the file's own row and content decide (same content), not the whole catalog
     assert quick() is not None and reads == [] and rows == [["rate-limits.md"]]
     assert quick() is not None and rows == [["rate-limits.md"]]  # ... and the stats it saw are the answer's now
-    stored = {d.doc_path: d for d in StageStore.for_settings(Settings.from_env()).read_catalog().documents}
+    stored = {d.doc_path: d for d in StageStore.for_settings(Settings.from_env().paths).read_catalog().documents}
     assert stored["rate-limits.md"].mtime_ns == path.stat().st_mtime_ns
 
 
@@ -398,7 +398,7 @@ def test_an_edit_reads_only_the_rows_of_the_files_that_moved_and_records_what_a_
     summary = ingest(look=look)
     assert (summary.documents_discovered, summary.documents_processed, summary.documents_unchanged) == (3, 1, 2)
     assert reads == [], "the whole catalog was read"
-    stages = StageStore.for_settings(Settings.from_env())
+    stages = StageStore.for_settings(Settings.from_env().paths)
     kept = _recorded(stages)
     assert all(kept.values()), kept
     # the digests it updated are the ones a full look records
@@ -443,7 +443,7 @@ def test_what_a_moved_only_look_cannot_see_goes_the_whole_way(indexed, monkeypat
 
 def test_a_documents_digest_not_kept_beside_the_current_token_is_not_used(indexed, monkeypatch):
     """A token written by a version that kept no digest: the digest left from before is not its."""
-    stages = StageStore.for_settings(Settings.from_env())
+    stages = StageStore.for_settings(Settings.from_env().paths)
     stages.db.set_meta(TOKEN_KEY, "written-by-another-version")
     _edit(indexed)
     reads = _catalog_reads(monkeypatch)

@@ -69,7 +69,7 @@ def indexed_text(doc_path: str) -> str:
     from rag_assets.index.chroma_store import ChromaStore
 
     settings = Settings.from_env()
-    store = ChromaStore.for_settings(settings, load_embedder(settings))
+    store = ChromaStore.for_settings(settings.paths, load_embedder(settings.embedding))
     return "\n".join(text for _, text, meta in store.iter_all() if meta["doc_path"] == doc_path)
 
 
@@ -124,7 +124,7 @@ def looked(cursor: str) -> dict:
     from rag_assets.index.state_db import StateDB
 
     folder_snapshots._CACHE.clear()
-    return folder_snapshots.load(StateDB.for_settings(Settings.from_env()), "docs_sensor",
+    return folder_snapshots.load(StateDB.for_settings(Settings.from_env().paths), "docs_sensor",
                                  json.loads(cursor)["snapshot"])
 
 
@@ -134,7 +134,7 @@ def stored_looks() -> int:
     from rag_assets.config import Settings
     from rag_assets.index.state_db import StateDB, folder_snapshots
 
-    with StateDB.for_settings(Settings.from_env()).read() as conn:
+    with StateDB.for_settings(Settings.from_env().paths).read() as conn:
         return conn.execute(sa.select(sa.func.count()).select_from(folder_snapshots)).scalar()
 
 
@@ -186,7 +186,7 @@ def test_a_look_gone_from_the_state_database_means_every_file_is_looked_at_again
 
     result = tick(instance)
     launch(instance, result)
-    with StateDB.for_settings(Settings.from_env()).write() as conn:
+    with StateDB.for_settings(Settings.from_env().paths).write() as conn:
         conn.execute(sa.delete(snapshots_table))  # e.g. the state folder was wiped
     folder_snapshots._CACHE.clear()
     doc = rag_env / "docs" / "guide" / "streaming.md"

@@ -36,7 +36,7 @@ def indexed(root, home) -> set[str]:
     """The documents indexed now as an ingest counts them: their index record written and their
     vector_index partition materialized (a run stopped inside that step wrote the records but not the
     materialization: the next ingest redoes those, from the cache, nothing embedded again)."""
-    stages = StageStore.for_settings(_settings(root))
+    stages = StageStore.for_settings(_settings(root).paths)
     with _instance(home) as instance:
         materialized = instance.get_materialized_partitions(dg.AssetKey("vector_index"))
     return (stages.doc_paths(INDEXED) - set(stages.failures())) & set(materialized)
@@ -117,7 +117,7 @@ def test_ctrl_c_in_a_terminal_and_sigterm_stop_an_ingest_and_the_next_one_finish
     assert "stopped by Ctrl-C" in out and "not started (not failed)" in out and "next `rag ingest` continues" in out
     first = indexed(root, home)
     assert kept <= first and len(first) < len(PAGES)  # every finished document kept; no run started after
-    stages = StageStore.for_settings(_settings(root))
+    stages = StageStore.for_settings(_settings(root).paths)
     assert stages.failures() == {}  # nothing marked failed that was not attempted
     runs = _runs(home)
     statuses = [r.status for r in runs]
@@ -144,7 +144,7 @@ def test_ctrl_c_in_a_terminal_and_sigterm_stop_an_ingest_and_the_next_one_finish
     assert code == 143 and took < 5, (code, took, out[-3000:])
     assert "stopped by SIGTERM" in out and "Traceback" not in out, out[-3000:]
     second = indexed(root, home)
-    assert first < second and StageStore.for_settings(_settings(root)).failures() == {}
+    assert first < second and StageStore.for_settings(_settings(root).paths).failures() == {}
 
     # the next `rag ingest` finishes the rest, and redoes nothing
     summary = json.loads(rag(env, "ingest", "--json").stdout)

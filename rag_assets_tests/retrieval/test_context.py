@@ -57,7 +57,7 @@ def markers(text: str) -> list[int]:
 
 
 def chunks_of(settings, doc_path):
-    store = ChromaStore.for_settings(settings, Retriever.from_settings(settings).embedder)
+    store = ChromaStore.for_settings(settings.paths, Retriever.from_settings(settings).embedder)
     rows = [(meta["chunk_index"], cid, text, meta) for cid, text, meta in store.iter_all() if meta["doc_path"] == doc_path]
     return sorted(rows, key=lambda r: r[0])
 

@@ -45,7 +45,7 @@ def test_identical_paragraphs_are_stored_once_and_do_not_crowd_out_other_pages(r
     assert json.loads(proc.stdout)["documents_failed"] == 0
 
     settings = Settings.from_env()
-    store = ChromaStore.for_settings(settings, load_embedder(settings))
+    store = ChromaStore.for_settings(settings.paths, load_embedder(settings.embedding))
     reminders = [text for _, text, meta in store.iter_all() if meta["doc_path"] == "reminders.md"]
     assert 0 < len(reminders) == len(set(reminders))  # one vector per distinct text
     pipeline = RAGPipeline.from_settings(settings)

@@ -75,7 +75,7 @@ CODE_QUERY = f"What is {RARE}?"
 
 @pytest.fixture(scope="module")
 def embedder():
-    return load_embedder(Settings.from_env({}))
+    return load_embedder(Settings.from_env({}).embedding)
 
 
 def _retriever(rag_env, embedder, docs: dict[str, str]) -> Retriever:

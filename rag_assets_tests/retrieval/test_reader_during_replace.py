@@ -43,10 +43,10 @@ def replace_without_bumping(settings: Settings, embedder, doc_path: str) -> int:
     before it bumps the generation. Returns the chunks written."""
     counter = TokenCounter.for_name(settings.tiktoken_encoding, settings.cache_dir / "tiktoken")
     ref = next(r for r in discover(settings.docs_dir).documents if r.doc_path == doc_path)
-    doc = complete(read_document(ref), ref, MetadataPolicy.from_settings(settings))
+    doc = complete(read_document(ref), ref, MetadataPolicy.from_settings(settings.ingest))
     chunks = distinct_chunks(assign_ids(chunk_document(doc, split_markdown(doc.body), counter,
-                                                       ChunkingConfig.from_settings(settings), fits=embedder.fits)))
-    store = ChromaStore.for_settings(settings, embedder)
+                                                       ChunkingConfig.from_settings(settings.chunking), fits=embedder.fits)))
+    store = ChromaStore.for_settings(settings.paths, embedder)
     result = store.replace_document(doc_path, chunks, embed_chunks(embedder, None, chunks))
     assert result.deleted == len(chunks) == result.written  # every chunk of the old version is gone
     return result.written
@@ -55,7 +55,7 @@ def replace_without_bumping(settings: Settings, embedder, doc_path: str) -> int:
 def test_a_document_being_replaced_is_old_or_new_never_neither(rag_env, reader_env):
     write_corpus(rag_env / "docs", {LONG: zebra_manual(1)})
     settings = Settings.from_env()
-    embedder = load_embedder(settings)
+    embedder = load_embedder(settings.embedding)
     build_index(None, settings, embedder=embedder)
 
     reader = Reader(reader_env)

@@ -73,7 +73,7 @@ def reader_env(rag_env):
 
 
 def test_reader_sees_new_and_never_deleted_documents_on_its_next_query(rag_env, reader_env):
-    embedder = load_embedder(Settings.from_env({}))
+    embedder = load_embedder(Settings.from_env({}).embedding)
     settings = Settings.from_env()
     build_index(None, settings, embedder=embedder)
 

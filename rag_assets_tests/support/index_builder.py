@@ -29,8 +29,8 @@ def build_index(
     """
     settings = settings or Settings.from_env()
     docs_dir = Path(docs_dir) if docs_dir is not None else settings.docs_dir
-    embedder = embedder or load_embedder(settings)
-    writer = SnapshotWriter(settings, ChromaStore.for_settings(settings, embedder)) if snapshot else None
+    embedder = embedder or load_embedder(settings.embedding)
+    writer = SnapshotWriter(settings, ChromaStore.for_settings(settings.paths, embedder)) if snapshot else None
     stats = index_folder(docs_dir, settings, embedder, cache=cache, snapshot=writer)
     return {"documents": stats["documents"], "chunks": stats["chunks_written"], "generation": stats["generation"]}
 

@@ -53,7 +53,7 @@ def wait_for_embedding_of(server: OpenAIStubServer, text: str, proc: subprocess.
 
 def stored_texts() -> list[str]:
     settings = Settings.from_env()
-    store = ChromaStore.for_settings(settings, load_embedder(settings))
+    store = ChromaStore.for_settings(settings.paths, load_embedder(settings.embedding))
     return [text for _, text, meta in store.iter_all() if meta["doc_path"] == TARGET]
 
 

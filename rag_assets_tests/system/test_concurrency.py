@@ -65,7 +65,7 @@ def _cache_count() -> int:
     from rag_assets.config import Settings
     from rag_assets.index.embedding_cache import EmbeddingCache
 
-    return EmbeddingCache.for_settings(Settings.from_env()).count()
+    return EmbeddingCache.for_settings(Settings.from_env().paths).count()
 
 
 # Runs in a fresh process: python -c "from rag_assets_tests.system.test_concurrency import check_index; check_index()"
@@ -78,7 +78,7 @@ def check_index() -> None:
     from rag_assets.index.chroma_store import ChromaStore
 
     s = Settings.from_env()
-    embedder = load_embedder(s)
+    embedder = load_embedder(s.embedding)
     store = ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=embedder.model_name,
                         dimension=embedder.dimension)
     stages = StageStore(s.state_dir)

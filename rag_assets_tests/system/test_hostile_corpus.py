@@ -38,7 +38,7 @@ def ingest(codes=(0,)) -> dict:
 def snapshot() -> dict[str, dict[str, str]]:
     """doc_path -> {chunk_id: text} of everything in the collection."""
     s = Settings.from_env()
-    e = load_embedder(s)
+    e = load_embedder(s.embedding)
     store = ChromaStore(path=s.chroma_path, collection=s.collection, embedding_model=e.model_name, dimension=e.dimension)
     out: dict[str, dict[str, str]] = defaultdict(dict)
     for cid, text, meta in store.iter_all():

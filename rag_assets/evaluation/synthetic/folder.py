@@ -26,8 +26,8 @@ def folder_documents(settings, docs_dir: Path | None = None, known=None,
     docs_dir = Path(docs_dir or settings.docs_dir)
     # the corpus's scope: drafts, ignored files and translations are no pages to ask about
     catalog = discover(docs_dir, max_file_bytes=settings.max_file_bytes, known=known,
-                       index_snippets=settings.index_snippets, scope=ScopeSettings.from_settings(settings))
-    parse = ParseSettings.from_settings(settings)
+                       index_snippets=settings.index_snippets, scope=ScopeSettings.from_settings(settings.ingest))
+    parse = ParseSettings.from_settings(settings.ingest)
     sources = [DocumentSource(ref.doc_path, ref.content_hash,
                               _file_reader(ref, parse) if records is None else _record_reader(ref, parse, records))
                for ref in catalog.documents]

@@ -13,10 +13,10 @@ class ChunkingConfig:
     overlap_tokens: int = 0
 
     @classmethod
-    def from_settings(cls, settings) -> "ChunkingConfig":
-        """From rag_assets.config.Settings (RAG_CHUNK_*_TOKENS)."""
-        return cls(settings.chunk_min_tokens, settings.chunk_target_tokens, settings.chunk_max_tokens,
-                   settings.chunk_overlap_tokens)
+    def from_settings(cls, chunking) -> "ChunkingConfig":
+        """From the settings' chunking group (rag_assets.config.ChunkingSettings: RAG_CHUNK_*_TOKENS)."""
+        return cls(chunking.chunk_min_tokens, chunking.chunk_target_tokens, chunking.chunk_max_tokens,
+                   chunking.chunk_overlap_tokens)
 
     def __post_init__(self) -> None:
         if not 0 < self.max_tokens:

@@ -1,0 +1,48 @@
+"""The settings' groups (rag_assets.config): derived views that carry every flat field exactly once,
+and leave the no-op check's settings digest as it was before them."""
+
+import hashlib
+import pickle
+from collections import Counter
+from dataclasses import fields, replace
+from pathlib import Path
+
+from rag_assets.config import GROUPS, Settings
+
+# sha256(repr(Settings())) on main before the groups (75f2c7c): the no-op check digests repr(settings)
+# (rag_assets.orchestration.noop_check.noop_base), so a change here re-runs every user's next no-op ingest
+DEFAULT_SETTINGS_DIGEST = "5bb267714a1a8ed43dfe4bee7412db91ccbc616659abfc6e7cc2539013a812f2"
+
+
+def test_the_groups_carry_every_field_exactly_once_with_its_value():
+    flat = [f.name for f in fields(Settings)]
+    settings = Settings.from_env({"OPENAI_API_KEY": "k", "RAG_CHUNK_MAX_TOKENS": "150", "RAG_LANGUAGES": "en,es"})
+    owned = Counter()
+    for name, cls in GROUPS.items():
+        group = getattr(settings, name)
+        assert type(group) is cls
+        for f in fields(cls):
+            if f.name in flat:
+                owned[f.name] += 1
+                assert getattr(group, f.name) == getattr(settings, f.name), (name, f.name)
+    assert not [name for name, n in owned.items() if n > 1], "a field in two groups"
+    assert sorted(owned) == sorted(flat), f"fields in no group: {sorted(set(flat) - set(owned))}"
+    # what a group borrows from another one, it carries under a name of its own
+    assert settings.answer.openai is settings.openai and settings.answer.openai_api_key == "k"
+    assert settings.embedding.model_name == settings.model_name
+    assert settings.chunking.tiktoken_dir == settings.embedding.tiktoken_dir == settings.cache_dir / "tiktoken"
+
+
+def test_the_groups_leave_the_settings_digest_equality_and_copies_as_they_were():
+    settings = Settings()
+    assert hashlib.sha256(repr(settings).encode()).hexdigest() == DEFAULT_SETTINGS_DIGEST
+    before = repr(settings)
+    for name in GROUPS:
+        getattr(settings, name)  # built and cached
+    assert repr(settings) == before and settings == Settings() and hash(settings) == hash(Settings())
+    assert "paths" not in repr(settings) and "sk-" not in repr(replace(settings, openai_api_key="sk-x").openai)
+    # a changed copy gets its own groups, not the original's cached ones
+    other = replace(settings, chunk_max_tokens=150, docs_dir=Path("/elsewhere"))
+    assert other.chunking.chunk_max_tokens == 150 and other.paths.docs_dir == Path("/elsewhere")
+    assert settings.chunking.chunk_max_tokens == 140
+    assert pickle.loads(pickle.dumps(settings)).retrieval == settings.retrieval
