@@ -116,7 +116,8 @@ class RAGPipeline:
                                    request.fusion)
         min_relevance = validate_min_relevance(request.min_relevance, self.settings.min_relevance)
 
-        generation = self._guard(self.retriever.current_generation)
+        view = self._guard(self.retriever.view)  # read once: the cache's generation is the one the run reads
+        generation = view.generation
         prefer = (request.prefer or "").strip().strip("/") or None
         fusion = plan.ranking.fusion.value if plan.mode is RetrievalMode.HYBRID else None
         key = (plan.query, request.context_key, plan.mode, max_chunks, min_relevance, plan.filters, prefer, fusion)
@@ -126,7 +127,7 @@ class RAGPipeline:
                 hit, query_id=uuid.uuid4(), cached=True, elapsed_ms=(time.perf_counter() - start) * 1000
             )
 
-        retrieval, ranked = self._guard(self._ranked, plan, prefer, max_chunks)
+        retrieval, ranked = self._guard(self._ranked, plan, view, prefer, max_chunks)
         candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[:max_chunks], 1)]
         avg, meets = relevance_gate(ranked, min_relevance)
         chunks = [c for c in candidates if c.relevance_score >= min_relevance] if meets else []
@@ -323,10 +324,10 @@ class RAGPipeline:
         return vectors.tolist()
 
     # ------------------------------------------------------------------------------------------
-    def _ranked(self, plan: QueryPlan, prefer: str | None, max_chunks: int):
-        """(the retrieval, its ranking after the reader's preference), the first max_chunks results with
-        their context (RAG_CONTEXT_TOKENS): only the ones that can be handed on are given one."""
-        retrieval = self.retriever.run(plan, context_tokens=0)
+    def _ranked(self, plan: QueryPlan, view, prefer: str | None, max_chunks: int):
+        """(the retrieval from ``view``, its ranking after the reader's preference), the first max_chunks
+        results with their context (RAG_CONTEXT_TOKENS): only the ones that can be handed on are given one."""
+        retrieval = self.retriever.run(plan, context_tokens=0, view=view)
         ranked = prefer_place(retrieval.results, prefer) if prefer else retrieval.results
         self.retriever.add_context(ranked[:max_chunks], generation=retrieval.generation)
         return retrieval, ranked

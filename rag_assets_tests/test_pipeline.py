@@ -144,6 +144,14 @@ def test_a_request_is_checked_once_and_the_plan_is_what_runs(pipeline, monkeypat
         pipeline.retriever.plan("grading results", None, 0)
 
 
+def test_a_retrieve_reads_the_index_generation_once(pipeline):
+    snapshot = pipeline.retriever.snapshot
+    before = snapshot.checks
+    ctx = pipeline.retrieve(RetrieveRequest("How do I stream responses?", mode="hybrid"))
+    assert snapshot.checks - before == 1  # the result cache's generation is the view the retrieval reads
+    assert ctx.generation == snapshot.view().generation
+
+
 def test_query_contract(pipeline):
     # the gate reads the ranking's first 5 chunks; this 4-chunk corpus pads them with unrelated ones
     result = pipeline.query("How do I stream responses with server-sent events?", method="hybrid", top_k=3,

@@ -291,10 +291,11 @@ class Retriever:
         return QueryPlan(text, RetrievalMode.parse(mode, self.settings.retrieval_mode), validate_top_k(top_k),
                          Filters.parse(filters), ranking)
 
-    def run(self, plan: QueryPlan, *, context_tokens: int | None = None) -> Retrieval:
-        """The retrieval a checked plan asks for, from the live snapshot view."""
+    def run(self, plan: QueryPlan, *, context_tokens: int | None = None, view: SnapshotView | None = None) -> Retrieval:
+        """The retrieval a checked plan asks for, from ``view`` (one the caller already read, e.g. to look
+        up its result cache by the view's generation), else the live snapshot view."""
         budget = self._budget(context_tokens)
-        view = self.view()
+        view = view if view is not None else self.view()
         retrieval = self._retrieve(view, plan.query, plan.mode, plan.top_k, plan.filters, plan.ranking)
         self._add_context(view, retrieval.results, budget)
         retrieval.generation = view.generation
