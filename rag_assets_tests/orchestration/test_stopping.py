@@ -42,6 +42,13 @@ def indexed(root, home) -> set[str]:
     return (stages.doc_paths(INDEXED) - set(stages.failures())) & set(materialized)
 
 
+def index_records(root) -> set[str]:
+    """The documents whose index records are written and current (a run stopped inside its index
+    step may have written them without Dagster's materialization)."""
+    stages = StageStore.for_settings(_settings(root).paths)
+    return stages.doc_paths(INDEXED) - set(stages.failures())
+
+
 def _instance(home) -> dg.DagsterInstance:
     """The instance at `home`, opened as `rag` opens it (two processes creating a fresh one at once
     would stamp it twice: runs.get_instance's lock)."""
@@ -218,7 +225,11 @@ def test_a_second_signal_ends_the_command_at_once(monkeypatch):
 def test_a_stopped_ingest_of_documents_from_code_keeps_what_its_finished_runs_indexed(rag_env, dagster_home, monkeypatch):
     """RAGPipeline.ingest stopped two runs in: the documents its finished runs indexed keep their files
     (a failing ingest from code puts every file back; a stop must not undo what it kept), the others'
-    files are gone (put back: they did not exist), and the same call again indexes just those."""
+    files are gone (put back: they did not exist), and the same call again indexes just those.
+
+    A run stopped inside its index step may have written its documents' chunks and records but not
+    Dagster's materialization: those files stay too (their chunks are in the store, and a file put
+    back would leave them searchable without a page), and the next call redoes them, from the cache."""
     from rag_assets.pipeline import RAGPipeline
 
     monkeypatch.setenv("RAG_DOCUMENTS_PER_RUN", str(PER_RUN))
@@ -237,7 +248,45 @@ def test_a_stopped_ingest_of_documents_from_code_keeps_what_its_finished_runs_in
     from_code = {p.relative_to(rag_env / "docs").as_posix() for p in (rag_env / "docs").rglob("*.md")
                  if "_from_code" in p.parts}
     done = {p for p in indexed(rag_env, dagster_home) if "_from_code" in p}
+    written = {p for p in index_records(rag_env) if "_from_code" in p}
     assert done and len(done) < len(PAGES)
-    assert from_code == done  # the finished runs' files kept; the rest put back (they did not exist)
+    assert len(written - done) <= PER_RUN  # at most the one run stopped inside its index step
+    assert from_code == written  # the indexed documents' files kept; the rest put back (they did not exist)
     again = pipeline.ingest(docs)
     assert again.documents_failed == 0 and again.documents_processed == len(PAGES) - len(done), again
+
+
+def test_a_stop_inside_the_index_step_keeps_the_files_of_the_chunks_it_wrote(rag_env, dagster_home, monkeypatch):
+    """The stop lands in the third run after its index step wrote the chunks and records, before Dagster
+    recorded the materialization: those two files stay with their chunks (CI once met this by chance),
+    the documents of no run are put back, and the next call finishes the two from the cache."""
+    from rag_assets.orchestration import document_assets
+    from rag_assets.pipeline import RAGPipeline
+
+    monkeypatch.setenv("RAG_DOCUMENTS_PER_RUN", str(PER_RUN))
+    real_run_index, calls = document_assets.run_index, []
+
+    def run_index_then_stop(*args, **kwargs):
+        report = real_run_index(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(10)  # the KeyboardInterrupt arrives here, inside the step
+        return report
+
+    monkeypatch.setattr(document_assets, "run_index", run_index_then_stop)
+    pipeline = RAGPipeline.from_settings()
+    docs = [{"document_id": name.removesuffix(".md"), "filename": name, "content": text} for name, text in PAGES.items()]
+    with pytest.raises(stopping.IngestInterrupted) as stopped:
+        pipeline.ingest(docs)
+    from_code = {p.relative_to(rag_env / "docs").as_posix() for p in (rag_env / "docs").rglob("*.md")
+                 if "_from_code" in p.parts}
+    done = {p for p in indexed(rag_env, dagster_home) if "_from_code" in p}
+    written = {p for p in index_records(rag_env) if "_from_code" in p}
+    assert len(done) == 2 * PER_RUN and len(written) == 3 * PER_RUN and done < written
+    assert from_code == written
+    assert stopped.value.summary.documents_processed == len(done)
+    monkeypatch.setattr(document_assets, "run_index", real_run_index)
+    again = pipeline.ingest(docs)
+    assert again.documents_failed == 0 and again.documents_processed == len(PAGES) - len(done), again
+    assert again.embedding_count == (len(PAGES) - len(written)) * 2  # the stopped run's chunks came from the cache
