@@ -34,7 +34,7 @@ from rag_assets.vocabulary.modes import RetrievalMode
 from rag_assets.corpus import Corpus
 
 from .assets import IngestionAssets
-from .resources import EmbedderResource, VectorStoreResource
+from .resources import EmbedderResource, RunSettingsResource, VectorStoreResource
 
 EVALUATION = "evaluation"
 QUALITY_METRIC = "section.recall@5"
@@ -360,11 +360,12 @@ def _synthetic_eval_set_asset(corpus: Corpus, ingestion: IngestionAssets) -> dg.
                     "scored by retrieval_evaluation when the index has no labelled eval set. Only changed "
                     "documents are asked about again.",
     )
-    def synthetic_eval_set(context: dg.AssetExecutionContext, config: SyntheticEvalConfig) -> dg.MaterializeResult:
+    def synthetic_eval_set(context: dg.AssetExecutionContext, config: SyntheticEvalConfig,
+                           run_settings: RunSettingsResource) -> dg.MaterializeResult:
         """The main docs folder's synthetic eval set, under RAG_EVAL_RESULTS_DIR/synthetic/."""
         from rag_assets.evaluation.corpora import main_eval_sets
 
-        settings = corpus.settings()
+        settings = run_settings.settings_for(corpus)
         labelled = main_eval_sets(settings.eval_dir)
         if not (config.always or synthetic_wanted(settings, bool(labelled))):
             reason = ("synthetic sets are off (RAG_EVAL_SYNTHETIC=off)" if settings.eval_synthetic == "off" else
@@ -423,12 +424,13 @@ def _retrieval_evaluation_asset(corpus: Corpus, ingestion: IngestionAssets,
         config: EvaluationConfig,
         embedder: EmbedderResource,
         vector_store: VectorStoreResource,
+        run_settings: RunSettingsResource,
     ):
         """Scores of every mode on the main index (RAG_EVAL_DIR) and on each extra corpus (RAG_EVAL_CORPORA)."""
         # imported here, not at module level: pandas and the retrieval stack would slow every `rag ingest`
         from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
 
-        settings = embedder.settings(corpus.settings())
+        settings = embedder.settings(run_settings.settings_for(corpus))
         paths = main_eval_sets(settings.eval_dir, config.eval_sets)
         try:
             corpora = parse_eval_corpora(config.corpora or settings.eval_corpora)

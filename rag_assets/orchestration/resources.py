@@ -48,9 +48,9 @@ class RunSettingsResource(dg.ConfigurableResource):
     """A run's settings over its corpus's: configuration variables by name, as the environment spells
     them ({"RAG_DOCS_DIR": "/abs/docs", "RAG_COLLECTION": "x"}; docs/configuration.md). Empty: the
     corpus's settings as its code location resolved them. The CLI passes its flags (--docs-dir,
-    --collection, --languages, --include, --exclude) to the runs it launches in other processes this
-    way (`rag ingest --workers N`); the launchpad can do the same. A named corpus's own fields (its
-    folder, collection, store, state) stay its own."""
+    --collection, --languages, --include, --exclude) to the runs it starts in other processes this
+    way (`rag ingest --workers N`, `rag watch`: run_settings_config); the launchpad can do the same.
+    A named corpus's own fields (its folder, collection, store, state) stay its own."""
 
     variables: dict[str, str] = {}
 
@@ -58,6 +58,18 @@ class RunSettingsResource(dg.ConfigurableResource):
         if not self.variables:
             return corpus.settings()
         return corpus.over(corpus.base_settings().with_variables(self.variables)).settings()
+
+
+# the settings the CLI's flags may set (--docs-dir, --collection, --languages, --include, --exclude)
+LAUNCHED_SETTINGS = ("docs_dir", "collection", "languages", "include", "exclude")
+
+
+def run_settings_config(corpus: Corpus) -> dict:
+    """Run config handing the corpus's settings, as this process resolved them, to a run that executes
+    in another process (whose code location reads its own environment): the LAUNCHED_SETTINGS through
+    the run_settings resource. What `rag ingest --workers N` and `rag watch` give every run they start."""
+    variables = corpus.base_settings().variables(LAUNCHED_SETTINGS)
+    return {"resources": {"run_settings": {"config": {"variables": variables}}}}
 
 
 class EmbedderResource(dg.ConfigurableResource):

@@ -71,7 +71,7 @@ from .interrupt_logging import cancel_if_stopped, interrupt_logging_config
 from .noop_check import FolderLook, dagster_home, record_moved, record_noop_token, run_storage_state
 from .partition_ranges import balanced_runs, plan_runs
 from rag_assets.progress import OVERALL, ProgressEvent, publish
-from .resources import IndexResources, store_writer_lock
+from .resources import IndexResources, run_settings_config, store_writer_lock
 from .sensors import CORPUS_TAG
 
 # every in-process run of an ingest carries a tag of its own: a run that a Ctrl-C caught while
@@ -711,16 +711,11 @@ def _run_workers(
                          job_name=corpus.ingest_job.name)
 
 
-# the settings the CLI's flags may set (--docs-dir, --collection, --languages, --include, --exclude)
-LAUNCHED_SETTINGS = ("docs_dir", "collection", "languages", "include", "exclude")
-
-
 def _launch_config(corpus: CorpusDefinitions) -> dict:
-    """The run config of the runs launched in other processes (whose code location reads its own
-    environment): the corpus's settings as this process resolved them, through the run_settings
-    resource (resources.RunSettingsResource), so they index what this ingest was told to."""
-    variables = corpus.corpus.base_settings().variables(LAUNCHED_SETTINGS)
-    return {**_console_logging(corpus), "resources": {"run_settings": {"config": {"variables": variables}}}}
+    """The run config of the runs launched in other processes: the console log level of the CLI's own
+    runs, and the corpus's settings as this process resolved them (resources.run_settings_config), so
+    they index what this ingest was told to."""
+    return {**_console_logging(corpus), **run_settings_config(corpus.corpus)}
 
 
 def _instance_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict]:

@@ -26,7 +26,7 @@ import dagster as dg
 
 from .change_runs import ChangePlan, plan_change_runs
 from .fanout import LOCATION
-from .resources import IndexResources
+from .resources import IndexResources, run_settings_config
 from .sensors import index_run_tags
 from .watch_heartbeat import Heartbeat
 
@@ -43,7 +43,8 @@ RETRY_SECONDS = 2.0
 if TYPE_CHECKING:
     from .corpus_definitions import CorpusDefinitions
 
-Submit = Callable[[list[dg.AssetKey], dict[str, str]], str]
+# submits a run of these assets with these tags and this run config; its run id
+Submit = Callable[[list[dg.AssetKey], dict[str, str], dict], str]
 
 
 class GraphQLSubmitter:
@@ -60,9 +61,10 @@ class GraphQLSubmitter:
         self.client = DagsterGraphQLClient(parsed.hostname, port_number=parsed.port, use_https=parsed.scheme == "https",
                                            path_prefix=parsed.path.rstrip("/"), timeout=timeout)
 
-    def __call__(self, assets: list[dg.AssetKey], tags: dict[str, str]) -> str:
+    def __call__(self, assets: list[dg.AssetKey], tags: dict[str, str], run_config: dict) -> str:
         return self.client.submit_job_execution(ASSET_JOB, repository_location_name=self.location,
-                                                repository_name=REPOSITORY, asset_selection=assets, tags=tags)
+                                                repository_name=REPOSITORY, asset_selection=assets, tags=tags,
+                                                run_config=run_config)
 
     def reachable(self) -> bool:
         try:
@@ -73,7 +75,11 @@ class GraphQLSubmitter:
 
 
 class DocsWatcher:
-    """Plans and submits the runs a corpus's folder changes need; one `look` per batch of file events."""
+    """Plans and submits the runs a corpus's folder changes need; one `look` per batch of file events.
+
+    Every run it submits carries the corpus's settings as the watcher resolved them (its --docs-dir and
+    corpus flags) as run_settings config: the webserver's code location reads its own environment, and
+    the runs must index the folder the watcher follows and planned for, into the collection it checked."""
 
     def __init__(self, corpus: "CorpusDefinitions", instance: dg.DagsterInstance, submit: Submit,
                  resources: IndexResources, say: Callable[[str], None] = print):
@@ -100,11 +106,12 @@ class DocsWatcher:
             self.instance.add_dynamic_partitions(ingestion.partitions.name, plan.new_keys)
         run_ids = []
         tags = {**index_run_tags(self.corpus.corpus), WATCH_TAG: "rag watch"}
+        config = run_settings_config(self.corpus.corpus)
         for run in plan.document_runs:
             run_ids.append(self.submit([a.key for a in ingestion.per_document],
-                                       {**tags, **run.tags, "rag/changed_documents": str(len(run.keys))}))
+                                       {**tags, **run.tags, "rag/changed_documents": str(len(run.keys))}, config))
         if plan.catalog:
-            run_ids.append(self.submit([ingestion.document_catalog.key], tags))
+            run_ids.append(self.submit([ingestion.document_catalog.key], tags, config))
         self.cursor = plan.cursor
         self.say(_describe(plan, run_ids, time.perf_counter() - started))
         return run_ids

@@ -1,7 +1,8 @@
 """`rag watch` beside a real `dagster dev` (queue, daemon, warm launcher) with docs_sensor on: what
 was stale when it started is indexed, a save and a deletion become runs the daemon starts (tagged as
 the watcher's), the sensor stands back meanwhile, and Ctrl-C stops it and removes its heartbeat, even
-when it was started with SIGINT ignored (a shell's background job, as CI may be)."""
+when it was started with SIGINT ignored (a shell's background job, as CI may be). Every run it queued
+carries its docs folder as run_settings config (the webserver's code location reads its own environment)."""
 
 import json
 import signal
@@ -10,6 +11,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from rag_assets_tests.support.corpus import write_corpus
 from rag_assets_tests.support.dagster_dev import REPO, dagster_dev, dagster_dev_env
@@ -74,6 +76,10 @@ def test_rag_watch_queues_the_runs_each_change_needs(tmp_path):
             assert index_runs and all({"key": "rag/requested_by", "value": "rag watch"} in r["tags"]
                                       for r in index_runs), index_runs  # none from the sensor: it stood back
             assert all(r["status"] == "SUCCESS" for r in index_runs), index_runs
+            configs = {r["runId"]: yaml.safe_load(r["runConfigYaml"]) for r in server.gql(
+                "{ runsOrError { ... on Runs { results { runId runConfigYaml } } } }")["runsOrError"]["results"]}
+            assert all(configs[r["runId"]]["resources"]["run_settings"]["config"]["variables"]["RAG_DOCS_DIR"]
+                       == str(docs) for r in index_runs), configs
         finally:
             watcher.send_signal(signal.SIGINT)
             code = watcher.wait(timeout=30)

@@ -10,8 +10,11 @@ import pandas as pd
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from rag_assets.config import Settings
 from rag_assets.corpus import Corpus
-from rag_assets_tests.support.corpus import SAMPLE_EVAL_SET
+from rag_assets.embedding import load_embedder
+from rag_assets.index.chroma_store import ChromaStore, embedded_collection_id
+from rag_assets_tests.support.corpus import SAMPLE_DOCS, SAMPLE_EVAL_SET, write_corpus
 from rag_assets.orchestration.definitions import (
     PER_DOCUMENT_ASSETS, document_catalog, documents_partitions, retrieval_evaluation, synthetic_eval_set)
 from rag_assets.orchestration.resources import project_resources
@@ -368,3 +371,30 @@ def test_evaluation_sensor_waits_for_an_ingest_in_progress_however_long(indexed,
         waiting = _sensor_tick(indexed)
     assert not waiting.run_requests and "ingest of this corpus is in progress" in waiting.skip_message
     assert len(_sensor_tick(indexed, waiting.cursor).run_requests) == 1  # released: scored
+
+
+def test_a_runs_run_settings_choose_the_folder_and_collection_it_evaluates(rag_env, dagster_home):
+    """A run launched with run_settings config (the launchpad; a run started in another process): the
+    synthetic set asks about that folder's pages and the evaluation scores that collection, not the
+    ones of the environment the definitions were loaded in."""
+    other = write_corpus(rag_env / "launched", {"rate-limits.md": SAMPLE_DOCS["rate-limits.md"]})
+    variables = {"RAG_DOCS_DIR": str(other), "RAG_COLLECTION": "launched_chunks"}
+    config = {"resources": {"run_settings": {"config": {"variables": variables}}}}
+    with dg.DagsterInstance.get() as instance:
+        assert dg.materialize([document_catalog], instance=instance, resources=RESOURCES, run_config=config).success
+        assert instance.get_dynamic_partitions(documents_partitions.name) == ["rate-limits.md"]
+        assert dg.materialize(PER_DOCUMENT_ASSETS, instance=instance, resources=RESOURCES, run_config=config,
+                              partition_key="rate-limits.md").success
+        result = dg.materialize([synthetic_eval_set, retrieval_evaluation], instance=instance, resources=RESOURCES,
+                                run_config=config)
+    assert result.success
+    made, meta = _materialized(result, "synthetic_eval_set"), _materialized(result, "retrieval_evaluation")
+    assert (made["documents_found"], made["documents_indexed"]) == (1, 1)  # the environment's folder has 3
+    lines = [json.loads(line) for line in open(made["path"], encoding="utf-8")]
+    assert lines and {e["doc_path"] for line in lines for e in line["expected"]} == {"rate-limits.md"}
+    settings = Settings.from_env()
+    launched = settings.with_variables(variables)
+    assert embedded_collection_id(settings.chroma_path, settings.collection) is None  # nothing in the environment's
+    chunks = ChromaStore.for_settings(launched.paths, load_embedder(launched.embedding)).count()
+    assert chunks > 0 and meta["chunks_in_index"] == chunks
+    assert meta["synthetic/hybrid/section.recall@5"] >= 2 / 3
