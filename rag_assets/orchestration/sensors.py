@@ -79,8 +79,15 @@ def _docs_tick(context, settings: Settings, resources: IndexResources, partition
     if watcher is not None:
         # `rag watch` asks for these runs within a second of a save; the cursor stays, so once the
         # watcher stops, the next tick catches up on whatever it left stale
-        return dg.SensorResult(skip_reason=dg.SkipReason(f"rag watch (pid {watcher['pid']} on {watcher['host']}) "
-                                                         f"follows {settings.docs_dir}"), cursor=context.cursor)
+        who = f"rag watch (pid {watcher['pid']} on {watcher['host']})"
+        if watcher.get("docs_dir") == str(settings.docs_dir):
+            reason = f"{who} follows {settings.docs_dir}"
+        else:
+            # its runs index its folder into this state and collection: a second folder indexed
+            # beside it would have each catalog run remove the other's pages
+            reason = (f"{who} indexes {watcher.get('docs_dir')} into this corpus's state, not {settings.docs_dir}: "
+                      "nothing done; stop the watcher or start it on this folder")
+        return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=context.cursor)
     try:
         plan = plan_change_runs(settings, context.cursor, context.instance.get_dynamic_partitions(partitions.name),
                                 resources)

@@ -1,5 +1,6 @@
 """The heartbeat of `rag watch`: a small file in the corpus's state folder that says a watcher is
-following its docs folder, so docs_sensor stands back (one set of runs per change, not two).
+indexing into that state, and which folder it follows, so docs_sensor stands back (one set of runs per
+change, not two; and never a second folder indexed into the same state).
 
 The watcher rewrites it every HEARTBEAT_SECONDS and removes it when it stops. A heartbeat counts as
 live when it is younger than STALE_AFTER_SECONDS and, on this host, its process is alive: a watcher
@@ -25,7 +26,8 @@ def heartbeat_path(settings) -> Path:
 
 
 def live_watcher(settings, now: float | None = None) -> dict | None:
-    """The live watcher's heartbeat ({pid, host, docs_dir, beat}), or None."""
+    """The heartbeat ({pid, host, docs_dir, beat}) of the watcher live on this state folder, whichever
+    docs folder it follows (its runs index that folder: rag watch hands it to them), or None."""
     try:
         beat = json.loads(heartbeat_path(settings).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -33,8 +35,6 @@ def live_watcher(settings, now: float | None = None) -> dict | None:
     now = time.time() if now is None else now
     if not isinstance(beat, dict) or now - float(beat.get("beat", 0)) > STALE_AFTER_SECONDS:
         return None
-    if beat.get("docs_dir") != str(settings.docs_dir):
-        return None  # it follows another folder (the corpus moved)
     if beat.get("host") == socket.gethostname() and not _alive(int(beat.get("pid", 0))):
         return None
     return beat

@@ -319,3 +319,24 @@ def test_the_sensor_stands_back_while_rag_watch_follows_the_folder_and_catches_u
     after = tick(instance, held.cursor)
     run = documents_run(after)
     assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == run.tags[ASSET_PARTITION_RANGE_END_TAG] == "guide/streaming.md"
+
+
+def test_beside_a_watcher_of_another_folder_on_its_state_the_sensor_does_nothing_and_says_why(instance, rag_env, tmp_path):
+    """`rag watch --docs-dir B` indexes B into the corpus's state (its runs carry B); the sensor, whose
+    folder is the corpus's own, must not index its folder beside it (each catalog run would remove the
+    other's pages): it skips, naming both folders, keeps its cursor, and takes over once the watcher stops."""
+    from rag_assets.config import Settings
+    from rag_assets.orchestration.watch_heartbeat import Heartbeat
+
+    cursor = tick(instance).cursor
+    doc = rag_env / "docs" / "guide" / "streaming.md"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with Heartbeat(Settings.from_env(docs_dir=elsewhere)):
+        write(doc, doc.read_text() + "\nA paragraph saved while a watcher of another folder runs.\n")
+        held = tick(instance, cursor)
+        assert not held.run_requests and held.cursor == cursor
+        message = held.skip_reason.skip_message
+        assert str(elsewhere) in message and str(rag_env / "docs") in message and "stop the watcher" in message
+    after = tick(instance, held.cursor)
+    assert documents_run(after).tags[ASSET_PARTITION_RANGE_START_TAG] == "guide/streaming.md"
