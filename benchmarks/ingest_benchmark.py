@@ -279,7 +279,7 @@ def sensor_ticks(base: Path, docs: Path, n: int) -> list[dict]:
 import json, os, sys, time
 import dagster as dg
 from pathlib import Path
-from rag_assets.orchestration.definitions import defs, docs_sensor
+from rag_assets.orchestration.definitions import RESOURCES, defs, docs_sensor
 docs = Path(os.environ["RAG_DOCS_DIR"])
 files = sorted(docs.rglob("*.md"))
 past = time.time() - 3600
@@ -289,7 +289,8 @@ out = []
 with dg.DagsterInstance.get() as instance:
     def tick(cursor):
         t = time.perf_counter()
-        result = docs_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
+        result = docs_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                                     resources=RESOURCES))
         seconds = time.perf_counter() - t
         for request in result.dynamic_partitions_requests or []:
             instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))

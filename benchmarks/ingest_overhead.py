@@ -243,13 +243,14 @@ SENSOR_TICKS = r"""
 import json, os, time
 from pathlib import Path
 import dagster as dg
-from rag_assets.orchestration.definitions import defs, docs_sensor
+from rag_assets.orchestration.definitions import RESOURCES, defs, docs_sensor
 files = sorted(Path(os.environ["RAG_DOCS_DIR"]).rglob("*.md"))
 out = {}
 with dg.DagsterInstance.get() as instance:
     def tick(cursor):
         started = time.perf_counter()
-        result = docs_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
+        result = docs_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                                    resources=RESOURCES))  # as the daemon hands them
         return result, time.perf_counter() - started
     first, out["first"] = tick(None)
     quiets = [tick(first.cursor) for _ in range(3)]  # the code server keeps running: ticks after the first
