@@ -332,6 +332,14 @@ class RAGPipeline:
         self.retriever.add_context(ranked[:max_chunks], generation=retrieval.generation)
         return retrieval, ranked
 
+    def open_snapshot(self) -> None:
+        """Open the live search snapshot, building it from the store first when none answers for the
+        index (once: after an upgrade from a version without it, or a snapshot lost; 30 s and more at
+        100,000 chunks), outside RAG_RETRIEVE_TIMEOUT_SECONDS. For a caller with nothing else to do
+        meanwhile: `rag query` before its question, `rag serve` before it listens. A query that meets
+        such a build instead waits for it within the timeout, and its timeout error says so."""
+        self.retriever.view()
+
     def _guard(self, fn, *args):
         """fn(*args) within RAG_RETRIEVE_TIMEOUT_SECONDS (0 or less: no limit)."""
         timeout = self.settings.retrieve_timeout_seconds
@@ -343,9 +351,11 @@ class RAGPipeline:
                 return future.result(timeout=timeout)
             except concurrent.futures.TimeoutError:
                 log.error("retrieval took longer than %g s (RAG_RETRIEVE_TIMEOUT_SECONDS)", timeout)
+                building = self.retriever.snapshot.building
+                why = (f"the search snapshot is being built from the store, once ({building}); the build goes "
+                       "on: try again when it is done" if building else "the machine may be overloaded; try again")
                 raise RetrievalTimeoutError(
-                    f"retrieval took longer than {timeout:g} s (RAG_RETRIEVE_TIMEOUT_SECONDS): "
-                    "the machine may be overloaded; try again") from None
+                    f"retrieval took longer than {timeout:g} s (RAG_RETRIEVE_TIMEOUT_SECONDS): {why}") from None
         except VectorDBUnavailableError as exc:
             log.error("vector store unavailable: %s", exc)
             raise

@@ -1,6 +1,7 @@
 """RAGPipeline: retrieve/query contracts, thresholds, caching, errors (sample corpus, index built once)."""
 
 import dataclasses
+import time
 
 import pytest
 
@@ -432,3 +433,33 @@ def test_the_rules_bot_contract_runs_unchanged_against_the_pipeline(rag_env, dag
     assert vectors(phases.document_id) == [] and vectors(weapons.document_id)
     after = RAGPipeline.from_settings().retrieve(query="What can I do during movement?", context_key="test:user2")
     assert all(c.document_id != str(phases.document_id) for c in after.document_chunks)
+
+
+def test_a_query_that_meets_a_snapshot_build_says_so_and_open_snapshot_waits_for_it(tmp_path, monkeypatch):
+    """A query over an index an earlier version wrote (no search snapshot) meets the one-time build from
+    the store: past RAG_RETRIEVE_TIMEOUT_SECONDS its error names the build, not the machine, and the build
+    goes on; open_snapshot() (what `rag query` and `rag serve` call first) waits for it, outside the timeout."""
+    from rag_assets.errors import RetrievalTimeoutError
+    from rag_assets_tests.support.corpus import write_corpus
+    from rag_assets_tests.support.index_builder import build_index
+    from rag_assets_tests.support.slow_builds import slow_first_build
+
+    write_corpus(tmp_path / "docs")
+    settings = Settings.from_env({}, docs_dir=tmp_path / "docs", chroma_path=tmp_path / "chroma",
+                                 state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", retrieve_timeout_seconds=1.0)
+    build_index(None, settings, snapshot=False)  # the store and its generation, no snapshot committed
+    slow_first_build(monkeypatch, 4)
+    pipeline = RAGPipeline.from_settings(settings)
+    with pytest.raises(RetrievalTimeoutError, match=r"being built from the store, once \(.*found by a query\)"):
+        pipeline.retrieve("HTTP 429 retry-after")
+    started = time.monotonic()
+    pipeline.open_snapshot()  # waits for the build that query started (its lock), then opens what it built
+    assert time.monotonic() - started > 1  # it waited
+    deadline = time.monotonic() + 10
+    while pipeline.retriever.snapshot.building is not None:  # the query's thread ends its build
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert pipeline.search("HTTP 429 retry-after", "hybrid", 3)[0].doc_path == "rate-limits.md"
+    again = RAGPipeline.from_settings(settings)
+    again.open_snapshot()
+    assert again.retriever.snapshot.rebuilds == 0  # built once

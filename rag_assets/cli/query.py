@@ -58,9 +58,12 @@ def run(args) -> int:
         if not batch.is_file():
             print(f"rag: batch file not found: {batch}", file=sys.stderr)
             return EXIT_USAGE
-        return _query_batch(RAGPipeline.from_settings(settings, embedder=embedder), batch, args.mode, args.top_k, filters)
+        pipeline = RAGPipeline.from_settings(settings, embedder=embedder)
+        pipeline.open_snapshot()  # a build from the store, if one is due, waited for (not a retrieval timeout)
+        return _query_batch(pipeline, batch, args.mode, args.top_k, filters)
 
     pipeline = RAGPipeline.from_settings(settings, embedder=embedder)
+    pipeline.open_snapshot()
     try:
         results = pipeline.search(args.text, args.mode, args.top_k, filters)
     except InvalidQueryError as exc:
@@ -126,6 +129,7 @@ def run_across(args, names: list[str]) -> int:
         settings = find_corpus(name, base, known).settings()
         pipeline = RAGPipeline.from_settings(settings, embedder=embedders.get(embedder_key(settings)))
         embedders.setdefault(embedder_key(settings), pipeline.retriever.embedder)
+        pipeline.open_snapshot()
         pipelines[name] = pipeline
     try:
         rankings = {name: p.search(args.text, args.mode, args.top_k, filters) for name, p in pipelines.items()}

@@ -309,6 +309,9 @@ class SearchSnapshot:
         self._lock = threading.Lock()
         self.loads = 0  # views opened by this object (a new manifest)
         self.rebuilds = 0  # snapshots this object built from the store
+        # the reasons of the builds from the store under way in this object now (threads): a caller
+        # that stopped waiting can say so rather than blame the machine
+        self._building: list[str] = []
 
     def view(self) -> SnapshotView:
         """The view of the live snapshot (see the module docstring)."""
@@ -375,9 +378,25 @@ class SearchSnapshot:
             raise RuntimeError(f"the search snapshot of collection {self.collection!r} does not answer for the index "
                                f"generation {generation[:12]} and this reader has no store to build it from")
         from rag_assets.retrieval.snapshot_builds import stale_reason
-        from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
         reason = f"{stale_reason(manifest, generation)} (found by a query)"
+        with self._lock:
+            self._building.append(reason)
+        try:
+            self._build_from_store(reason)
+        finally:
+            with self._lock:
+                self._building.remove(reason)
+
+    @property
+    def building(self) -> str | None:
+        """Why a build of this snapshot from the store is under way in this process (None: none is)."""
+        with self._lock:
+            return self._building[-1] if self._building else None
+
+    def _build_from_store(self, reason: str) -> None:
+        from rag_assets.retrieval.snapshot_writer import SnapshotWriter
+
         store = self._open_store()
         try:
             writer = SnapshotWriter(self.settings, store)

@@ -118,7 +118,9 @@ class IndexService:
                 log.warning("corpus %s: nothing indexed yet (run `rag ingest`); its searches return no results", name)
                 continue
             try:
-                self.pipeline(name).search("warm up", None, 1)
+                pipeline = self.pipeline(name)
+                pipeline.open_snapshot()  # a build from the store, if due, before clients wait (no timeout)
+                pipeline.search("warm up", None, 1)
             except Exception as exc:  # noqa: BLE001 - an empty or broken index must not stop the others
                 log.warning("corpus %s: warm-up search failed: %s: %s", name, type(exc).__name__, exc)
 
