@@ -448,7 +448,7 @@ def test_a_query_that_meets_a_snapshot_build_says_so_and_open_snapshot_waits_for
     settings = Settings.from_env({}, docs_dir=tmp_path / "docs", chroma_path=tmp_path / "chroma",
                                  state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", retrieve_timeout_seconds=1.0)
     build_index(None, settings, snapshot=False)  # the store and its generation, no snapshot committed
-    slow_first_build(monkeypatch, 4)
+    slow_first_build(monkeypatch, 2.5)
     pipeline = RAGPipeline.from_settings(settings)
     with pytest.raises(RetrievalTimeoutError, match=r"being built from the store, once \(.*found by a query\)"):
         pipeline.retrieve("HTTP 429 retry-after")

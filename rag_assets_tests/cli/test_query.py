@@ -156,8 +156,8 @@ def test_a_query_waits_for_the_one_time_snapshot_build_rather_than_time_out(rag_
     from rag_assets_tests.support.slow_builds import slow_first_build
 
     build_index(None, Settings.from_env(), snapshot=False)
-    monkeypatch.setenv("RAG_RETRIEVE_TIMEOUT_SECONDS", "5")
-    slow_first_build(monkeypatch, 6)
+    monkeypatch.setenv("RAG_RETRIEVE_TIMEOUT_SECONDS", "3")
+    slow_first_build(monkeypatch, 4)
     assert main(["query", "HTTP 429 retry-after", "--top-k", "2", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["results"][0]["doc_path"] == "rate-limits.md"
