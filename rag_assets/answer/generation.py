@@ -144,13 +144,13 @@ class ChatReply:
 # -- configuration -----------------------------------------------------------------------------
 def chat_model_name(answer: AnswerSettings) -> str:
     """The chat model the settings' answer group (`settings.answer`) names, or the default."""
-    return getattr(answer, "chat_model", "") or DEFAULT_CHAT_MODEL
+    return answer.chat_model or DEFAULT_CHAT_MODEL
 
 
 def chat_configured(answer: AnswerSettings) -> bool:
     """Whether RAGPipeline.query() generates answers: OPENAI_API_KEY and (RAG_CHAT_MODEL or OPENAI_BASE_URL)."""
     key = answer.openai_api_key
-    return bool(key and key.strip()) and bool(getattr(answer, "chat_model", "") or answer.openai_base_url)
+    return bool(key and key.strip()) and bool(answer.chat_model or answer.openai_base_url)
 
 
 def check_chat_settings(settings: AnswerSettings) -> None:

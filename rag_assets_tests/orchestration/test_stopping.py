@@ -36,15 +36,14 @@ def indexed(root, home) -> set[str]:
     """The documents indexed now as an ingest counts them: their index record written and their
     vector_index partition materialized (a run stopped inside that step wrote the records but not the
     materialization: the next ingest redoes those, from the cache, nothing embedded again)."""
-    stages = StageStore.for_settings(_settings(root).paths)
     with _instance(home) as instance:
         materialized = instance.get_materialized_partitions(dg.AssetKey("vector_index"))
-    return (stages.doc_paths(INDEXED) - set(stages.failures())) & set(materialized)
+    return index_records(root) & set(materialized)
 
 
 def index_records(root) -> set[str]:
-    """The documents whose index records are written and current (a run stopped inside its index
-    step may have written them without Dagster's materialization)."""
+    """The documents whose index records are written, with no failure recorded (a run stopped inside
+    its index step may have written them without Dagster's materialization)."""
     stages = StageStore.for_settings(_settings(root).paths)
     return stages.doc_paths(INDEXED) - set(stages.failures())
 
