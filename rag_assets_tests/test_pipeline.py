@@ -269,10 +269,11 @@ def test_a_site_pages_version_url_route_and_site_path_reach_every_surface_but_th
     Python API's `source_urls`); none of them is embedded or keyword-indexed."""
     from rag_assets.index.chroma_store import ChromaStore
     from rag_assets.retrieval.terms import chunk_index_text
-    from rag_assets_tests.support.site_pages import BASE_URL, SEARCH_PLUGIN
+    from rag_assets_tests.support.site_pages import BASE_URL, SEARCH_PLUGIN, SITE_FACTS
 
-    facts = {"version": "2.x", "url": f"{BASE_URL}/docs/plugin/search/", "route": "/docs/plugin/search/",
-             "site_path": "plugin/search.md"}
+    facts = SITE_FACTS[SEARCH_PLUGIN]
+    assert facts == {"version": "2.x", "url": f"{BASE_URL}/docs/plugin/search/", "route": "/docs/plugin/search/",
+                     "site_path": "plugin/search.md"}
     store = ChromaStore.for_settings(site_built[1].paths, site.retriever.embedder)
     stored = [meta for _, _, meta in store.iter_all() if meta["doc_path"] == SEARCH_PLUGIN]
     assert stored and all(_site_facts(meta) == facts for meta in stored)
