@@ -71,6 +71,23 @@ def test_query_text_names_a_site_pages_url_and_version_and_path_prefix_select(si
     assert [r["doc_path"] for r in json.loads(capsys.readouterr().out)["results"]] == [SEARCH_PLUGIN]
 
 
+def test_a_servers_results_and_a_ranking_over_corpora_name_the_url_too(capsys):
+    """`rag query` answered by a running `rag serve` prints the server's results (their metadata holds
+    the url), and so does a query over several corpora."""
+    from rag_assets.cli.query import print_across, print_results
+
+    url = "https://zephyr.example.dev/docs/plugin/search/"
+    served = {"doc_path": "handbook/pages/plugin/search.md", "section": "Indexing pages", "text": "The search plugin",
+              "heading_breadcrumb": "Search plugin > Indexing pages", "score": 0.9, "relevance": 0.6,
+              "metadata": {"url": url}, "corpus": "site"}
+    print_results([served], "hybrid", None, 0.6, True, 0.25)
+    print_across([served, {**served, "metadata": {}}])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(f"handbook/pages/plugin/search.md — Search plugin > Indexing pages <{url}>")
+    assert lines[2].endswith(f"site: handbook/pages/plugin/search.md — Search plugin > Indexing pages <{url}>")
+    assert lines[4].endswith("site: handbook/pages/plugin/search.md — Search plugin > Indexing pages")
+
+
 def test_a_version_filter_without_versions_is_a_usage_error_saying_so(env, capsys):
     assert main(["query", "What does HTTP 429 mean?", "--version", "2.x"]) == 2
     err = capsys.readouterr().err
