@@ -140,7 +140,7 @@ def _mkdocs_page(root: Node) -> tuple[str, Node | None, str]:
     return "docs", body, ""
 
 
-def built_pages(built: Path, generator: str, lang: str = "en") -> tuple[list[BuiltPage], Counter]:
+def built_pages(built: Path, generator: str, lang: str = "en", drop: frozenset[str] = frozenset()) -> tuple[list[BuiltPage], Counter]:
     pages, skipped = [], Counter()
     for html_file in sorted(built.rglob("*.html")):
         route = _route_of(html_file, built)
@@ -156,7 +156,7 @@ def built_pages(built: Path, generator: str, lang: str = "en") -> tuple[list[Bui
         if body is None:
             skipped[kind or "not a markdown page"] += 1
             continue
-        pages.append(BuiltPage(route, kind, (head + "\n" + visible_text(body)).strip(), _edit_source(root)))
+        pages.append(BuiltPage(route, kind, (head + "\n" + visible_text(body, drop)).strip(), _edit_source(root)))
     return pages, skipped
 
 
@@ -343,6 +343,9 @@ def main() -> None:
     parser.add_argument("--content-root", help="the folder routes are relative to, for pages without a named "
                         "source (default: src/content/docs, docs)")
     parser.add_argument("--lang", default="en", help="the default locale (Starlight: <html lang> prefix)")
+    parser.add_argument("--drop-class", action="append", default=[],
+                        help="leave out elements of this class: what the site's layout adds to every page of a kind, "
+                        "not the page's markdown (e.g. Astro docs' guide lists, cards-nav)")
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--report", type=Path, required=True)
     parser.add_argument("--name", default="")
@@ -351,7 +354,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=Path, help="a chunks.json dump of an earlier run (no ingest)")
     args = parser.parse_args()
     repo = args.repo.resolve()
-    pages, skipped = built_pages(args.built.resolve(), args.generator, args.lang)
+    pages, skipped = built_pages(args.built.resolve(), args.generator, args.lang, frozenset(args.drop_class))
     route_sources = {}
     if args.docusaurus_dir:
         prefix = args.site_prefix.strip("/") + "/" if args.site_prefix else ""
@@ -369,7 +372,7 @@ def main() -> None:
     report = measure(pages, route_sources, chunks, repo, content_root)
     report["summary"].update(name=args.name or repo.name, generator=args.generator, built_pages_skipped=dict(skipped),
                              ingest_wall_seconds=round(wall, 1) if wall else None,
-                             ingest_left_out=ingest.get("left_out"), python=args.python)
+                             ingest_left_out=ingest.get("left_out"), python=args.python, dropped_classes=args.drop_class)
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     print(json.dumps(report["summary"], indent=1, ensure_ascii=False))

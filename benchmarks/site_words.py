@@ -91,23 +91,24 @@ def find_all(root: Node, tag: str | None = None, cls: str | None = None, **attrs
     return out
 
 
-def _hidden(node: Node) -> bool:
-    if node.tag in SKIP_TAGS or node.classes & SKIP_CLASSES:
+def _hidden(node: Node, drop: frozenset[str] = frozenset()) -> bool:
+    if node.tag in SKIP_TAGS or node.classes & SKIP_CLASSES or node.classes & drop:
         return True
     if node.attrs.get("aria-hidden") == "true":
         return True
     return "hidden" in node.attrs and node.attrs.get("role") != "tabpanel"
 
 
-def visible_text(node: Node) -> str:
-    """The text a reader sees in `node`: hidden and chrome elements left out, blocks on their own lines."""
+def visible_text(node: Node, drop: frozenset[str] = frozenset()) -> str:
+    """The text a reader sees in `node`: hidden and chrome elements (and elements of the `drop` classes: a
+    site's own layout additions) left out, blocks on their own lines."""
     parts: list[str] = []
 
     def walk(n: Node) -> None:
         for child in n.children:
             if isinstance(child, str):
                 parts.append(child)
-            elif not _hidden(child):
+            elif not _hidden(child, drop):
                 block = child.tag in BLOCK
                 if block:
                     parts.append("\n")
@@ -115,7 +116,7 @@ def visible_text(node: Node) -> str:
                 if block or child.tag in ("td", "th"):
                     parts.append("\n")
 
-    if not _hidden(node):
+    if not _hidden(node, drop):
         walk(node)
     return re.sub(r"[ \t\r\f\v]+", " ", "".join(parts))
 
@@ -141,19 +142,20 @@ LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^)]*\))*\)")
 REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+.*$", re.M)
 LIST_NUMBER = re.compile(r"^(\s*(?:>\s*)*)\d{1,9}[.)](?=\s)")  # an ordered list's marker: the browser draws it
-TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 def fence_roles(text: str) -> list[str]:
     """Per line: "open"/"close" for a code fence's own lines, "code" inside one, "" outside (a fence
-    shown inside a longer fence is code)."""
-    roles, fence = [], ""
+    shown inside a longer or less indented fence is code; fences may be indented, as in content tabs)."""
+    roles, fence, indent = [], "", 0
     for line in text.split("\n"):
         m = FENCE_OPEN.match(line)
         if m and not fence:
-            fence = m.group(2)
+            fence, indent = m.group(2), len(m.group(1))
             roles.append("open")
-        elif fence and m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and not m.group(3).strip():
+        elif (fence and m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and not m.group(3).strip()
+              and len(m.group(1)) <= indent + 3):  # a closing fence indented further is the code's text
             fence = ""
             roles.append("close")
         else:
@@ -181,28 +183,32 @@ def reader_markdown(text: str) -> str:
     return REF_LINK.sub(r"\1", text)
 
 
+def _table_open_at_end(lines: list[str], roles: list[str]) -> str | None:
+    """The header row's words of the table the text ends in, None when it does not end in a table."""
+    header = None
+    for k, line in enumerate(lines):
+        if roles[k] or "|" not in line:
+            header = None  # code, a blank line or text ends a table
+        elif k + 1 < len(lines) and not roles[k + 1] and TABLE_SEP.match(lines[k + 1]):
+            header = " ".join(words(line))
+    return header
+
+
 def _drop_repeated_table_headers(chunk_texts: list[str]) -> list[str]:
-    """A table header row (and its separator) at the top of a later chunk, already seen as a header in an
-    earlier chunk of the page, is the repetition that lets a piece read alone: not counted."""
-    seen: set[str] = set()
+    """A table split across chunks repeats its header row and separator at the top of the next piece so the
+    piece reads alone: that repetition is not counted. Only there: the chunk starts with the header row
+    and separator of the table the previous chunk ended in (another table with the same header counts)."""
     out = []
-    for i, text in enumerate(chunk_texts):
+    open_header = None  # the header row of the table the previous chunk ended in
+    for text in chunk_texts:
         lines = text.split("\n")
         roles = fence_roles(text)
-        keep = []
-        j = 0
-        while j < len(lines):
-            line = lines[j]
-            is_header = (j + 1 < len(lines) and not roles[j] and "|" in line and TABLE_SEP.match(lines[j + 1]))
-            if is_header:
-                key = " ".join(words(line))
-                if i > 0 and key in seen:
-                    j += 2
-                    continue
-                seen.add(key)
-            keep.append(line)
-            j += 1
-        out.append("\n".join(keep))
+        first = next((k for k, line in enumerate(lines) if line.strip()), None)
+        if (first is not None and open_header is not None and first + 1 < len(lines)
+                and " ".join(words(lines[first])) == open_header and TABLE_SEP.match(lines[first + 1])):
+            lines = lines[:first] + lines[first + 2:]
+        out.append("\n".join(lines))
+        open_header = _table_open_at_end(text.rstrip().split("\n"), roles)
     return out
 
 
@@ -242,7 +248,7 @@ def compare(built: list[str], ours: list[str]) -> dict:
     precision = common / len(ours) if ours else None
     lost, extra = _runs(built, ours, b - o, o - b)
     return {"recall": recall, "precision": precision, "built_words": len(built), "indexed_words": len(ours),
-            "lost": lost, "extra": extra}
+            "lost": lost, "extra": extra, "lost_counts": dict((b - o).most_common()), "extra_counts": dict((o - b).most_common())}
 
 
 def _mostly_missing(span: list[str], missing: Counter) -> bool:

@@ -41,7 +41,7 @@ def test_chunk_words_are_what_a_reader_reads_of_the_markdown():
 
 def test_repeated_table_header_overlap_and_title_are_discounted():
     meta = {"heading_breadcrumb": "Page > Options"}
-    chunks = [{"text": "## Options\n\n| Name | Type |\n| --- | --- |\n| alpha | string |", "meta": {**meta, "chunk_index": 0}},
+    chunks = [{"text": "## Options\n\n| Name | Type |\n| - | -- |\n| alpha | string |", "meta": {**meta, "chunk_index": 0}},
               {"text": "| Name | Type |\n| --- | --- |\n| beta | number |", "meta": {**meta, "chunk_index": 1}},
               {"text": "beta number one two three\nmore words", "meta": {**meta, "chunk_index": 2}}]
     got = sw.indexed_words(chunks, "Page")
@@ -91,3 +91,17 @@ def test_a_table_shown_as_code_does_not_make_the_real_table_a_repeat():
 
 def test_ordered_list_numbers_are_markup_but_numbers_in_text_are_words():
     assert sw.words(sw.reader_markdown("1. Install\n2) Run it 3 times\n> 3. quoted")) == ["install", "run", "it", "3", "times", "quoted"]
+
+
+def test_an_indented_fence_inside_a_fence_is_code_and_a_tab_fence_is_a_fence():
+    shown = '``` title="Tabs"\n=== "C"\n\n    ``` c\n    int main\n    ```\n```\nafter'
+    assert sw.words(sw.reader_markdown(shown)) == ["tabs", "c", "c", "int", "main", "after"]
+    tab = '=== "C"\n\n    ``` c\n    int main\n    ```\ntext'
+    assert sw.words(sw.reader_markdown(tab)) == ["c", "int", "main", "text"]
+
+
+def test_another_table_with_the_same_header_is_not_a_repeat():
+    first = {"text": "| Method | Description |\n| --- | --- |\n| GET | Fetch |\n\nThen centered:", "meta": {"chunk_index": 0}}
+    second = {"text": "| Method | Description |\n| :-: | :-: |\n| GET | Fetch |", "meta": {"chunk_index": 1}}
+    assert sw.indexed_words([first, second], "") == ["method", "description", "get", "fetch", "then", "centered",
+                                                     "method", "description", "get", "fetch"]
