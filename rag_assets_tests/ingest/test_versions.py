@@ -9,7 +9,7 @@ from rag_assets.config import Settings
 from rag_assets.errors import ConfigurationError
 from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.ingest.versions import parse_versions
-from rag_assets_tests.support.site_tree import pages, write_all
+from rag_assets_tests.support.site_tree import VERSIONED_SITE, pages, write_all
 
 DOCUSAURUS = {
     "docusaurus.config.js": "module.exports = { url: 'https://example.org', baseUrl: '/',\n"
@@ -104,3 +104,58 @@ def test_rag_versions_is_validated_and_parsed(monkeypatch):
         Settings.from_env().validated()
     monkeypatch.setenv("RAG_VERSIONS", "2.0,1.9")
     assert ScopeSettings.from_settings(Settings.from_env().ingest).versions == ("2.0", "1.9")
+
+
+def chunk_sites(settings) -> dict[str, tuple]:
+    from rag_assets.embedding import load_embedder
+    from rag_assets.index.chroma_store import ChromaStore
+
+    store = ChromaStore.for_settings(settings.paths, load_embedder(settings.embedding))
+    return {meta["doc_path"]: (meta.get("version"), meta.get("route"), meta.get("url"), meta.get("site_path"),
+                               meta.get("module")) for _, _, meta in store.iter_all()}
+
+
+def test_an_index_made_before_places_were_kept_still_answers_and_gains_them(rag_env, dagster_home, monkeypatch):
+    """Issue 42: every chunk of a versioned site carries its version, route and url; RAG_VERSIONS brings the
+    other versions in; an index made by the code before (no place column, parse records of meta-v2, chunks
+    without these keys) answers queries as it did and gains them at the next ingest."""
+    import sqlite3
+
+    from rag_assets import RAGPipeline, RetrieveRequest
+    from rag_assets.index import state_db
+    from rag_assets.orchestration.runs import ingest
+
+    docs = rag_env / "docs"
+    for path in list(docs.rglob("*.md")):
+        path.unlink()
+    write_all(docs, VERSIONED_SITE)
+    summary = ingest()
+    assert summary.documents_processed == 1 and summary.left_out == {"older_version": 1, "unreleased_version": 1}
+    settings = Settings.from_env()
+    assert chunk_sites(settings) == {"versioned_docs/version-2.0/guides/01-rate-limits.md": (
+        "2.0", "/docs/guides/rate-limits", "https://example.org/docs/guides/rate-limits", "guides/01-rate-limits.md",
+        "guides")}
+
+    # the state as the code before left it: no place column, the parse stage's records of its fingerprint
+    db = next((rag_env / "state").rglob("*.sqlite"))
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE catalog_documents DROP COLUMN place")
+        conn.execute("UPDATE stage_records SET fingerprint = replace(fingerprint, 'meta-v3', 'meta-v2')")
+    with state_db._OPEN_LOCK:  # a new process: the database is opened afresh
+        for url in [u for u in state_db._OPEN if str(db) in u]:
+            state_db._OPEN.pop(url).dispose()
+    question = RetrieveRequest("How many requests per minute may an organisation send?", max_chunks=1)
+    before = RAGPipeline.from_settings(Settings.from_env()).retrieve(question)
+    assert before.document_chunks and "600 requests" in before.document_chunks[0].text
+
+    monkeypatch.setenv("RAG_VERSIONS", "all")
+    summary = ingest()
+    # the two versions brought in, and the page indexed before re-parsed (the parse stage's fingerprint moved)
+    assert not summary.errors and summary.left_out == {} and summary.documents_processed == 3
+    placed = chunk_sites(Settings.from_env())
+    assert {path: value[:2] for path, value in placed.items()} == {
+        "versioned_docs/version-2.0/guides/01-rate-limits.md": ("2.0", "/docs/guides/rate-limits"),
+        "versioned_docs/version-1.0/guides/01-rate-limits.md": ("1.0", "/docs/1.0/guides/rate-limits"),
+        "docs/guides/01-rate-limits.md": ("next", "/docs/next/guides/rate-limits")}
+    after = RAGPipeline.from_settings(Settings.from_env()).retrieve(question)
+    assert after.document_chunks and after.document_chunks[0].metadata["url"].startswith("https://example.org/docs/")

@@ -3,12 +3,30 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rag_assets.ingest.discovery import discover
 from rag_assets.ingest.document_metadata import MetadataPolicy, complete
 from rag_assets.ingest.frontmatter import read_document
 from rag_assets.ingest.scope import ScopeSettings
+
+# a Docusaurus site with two released versions and the unreleased docs/: one page each, the same question
+# answered with a different number in each
+VERSIONED_SITE = {
+    "docusaurus.config.js": "module.exports = { url: 'https://example.org', baseUrl: '/',\n"
+                            "  presets: [['classic', { docs: { routeBasePath: 'docs' } }]] };\n",
+    "versions.json": json.dumps(["2.0", "1.0"]),
+    "versioned_docs/version-2.0/guides/01-rate-limits.md": (
+        "# Rate limits\n\nEach organisation may send 600 requests per minute; a request over the limit is answered "
+        "with status 429 and a retry-after header saying how long to wait.\n"),
+    "versioned_docs/version-1.0/guides/01-rate-limits.md": (
+        "# Rate limits\n\nEach organisation may send 60 requests per minute; a request over the limit is answered "
+        "with status 429 and a retry-after header saying how long to wait.\n"),
+    "docs/guides/01-rate-limits.md": (
+        "# Rate limits\n\nEach organisation may send 6000 requests per minute; a request over the limit is answered "
+        "with status 429 and a retry-after header saying how long to wait.\n"),
+}
 
 SITE_KEYS = ("site_path", "route", "url", "version", "module", "chapter", "doc_type")
 
