@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 from rag_assets.ingest.languages import Layout
 from rag_assets.ingest.script_config import find_calls, get_path
 from rag_assets.ingest.sites import DocsPlugin, Site, below, docusaurus_plugins, rel
-from rag_assets.ingest.versions import CURRENT, SiteVersions
+from rag_assets.ingest.versions import SiteVersions
 from rag_assets.models import DocumentRef
 from rag_assets.vocabulary.languages import language_code
 
@@ -478,5 +478,3 @@ def address(raw_place: str, doc_path: str, front: dict, title: str = "") -> dict
         out["url"] = place.get("origin", "") + route
     return out
 
-
-__all__ = ["CURRENT", "address", "place_all", "place_of", "docusaurus_slug", "starlight_id"]

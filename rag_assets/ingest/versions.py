@@ -162,7 +162,7 @@ def _docusaurus(root: Path, site: Site) -> list[Version]:
         options = plugin.options
         listed = _read_names(site_dir / plugin.prefixed("versions.json"))
         versioned = plugin.prefixed("versioned_docs")
-        archived = [f for f in _subfolders(site_dir / versioned)]
+        archived = _subfolders(site_dir / versioned)
         if listed is None and not archived:
             continue  # not versioned: its pages carry no version
         listed = listed or []
