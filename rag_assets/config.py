@@ -113,6 +113,9 @@ class Settings:
     # `default_language`: "" = the generator's declared default, else the most common (rag_assets.ingest.languages)
     languages: str = "default"
     default_language: str = ""
+    # versions of a versioned site indexed (rag_assets.ingest.versions): "current" (the one the site serves
+    # at its unversioned route), "all" (every version it publishes), or the site's version names ("2.0,1.9")
+    versions: str = "current"
     # document metadata (rag_assets.ingest.document_metadata): doc_type when the frontmatter has none
     # ("" = the first folder); frontmatter keys a document must have ("source,doc_type,..."); allowed doc_types
     default_doc_type: str = ""
@@ -358,6 +361,9 @@ class Settings:
         if self.default_language and not language_code(self.default_language):
             raise ConfigurationError(f"RAG_DEFAULT_LANGUAGE must be a language code such as en or pt-BR, got "
                                      f"{self.default_language!r}")
+        if not split_list(self.versions, ","):
+            raise ConfigurationError("RAG_VERSIONS must be current, all, or the site's version names (2.0,1.9), "
+                                     f"got {self.versions!r}")
         for name in ("include", "exclude"):
             for glob in split_list(getattr(self, name), ";"):
                 try:
@@ -429,6 +435,7 @@ class IngestSettings:
     skip_frontmatter_keys: str
     languages: str
     default_language: str
+    versions: str
     default_doc_type: str
     code_documents_folder: str
     required_metadata: str
@@ -574,6 +581,7 @@ ENV_VARS: dict[str, str] = {
     "skip_frontmatter_keys": "RAG_SKIP_FRONTMATTER_KEYS",
     "languages": "RAG_LANGUAGES",
     "default_language": "RAG_DEFAULT_LANGUAGE",
+    "versions": "RAG_VERSIONS",
     "default_doc_type": "RAG_DEFAULT_DOC_TYPE",
     "code_documents_folder": "RAG_CODE_DOCUMENTS_FOLDER",
     "required_metadata": "RAG_REQUIRED_METADATA",

@@ -30,6 +30,9 @@ class DocumentRef:
     # page says of itself (frontmatter flags, declared and detected language: scope.PageFacts)
     language: str = ""
     facts: str = ""
+    # where the page sits in its site and what its address is made of (rag_assets.ingest.site_urls: JSON
+    # with its site_path, version, route parts), decided over the whole folder like its language
+    place: str = ""
 
     def stat_matches(self, st) -> bool:
         """The file behind this ref is (as far as a stat can tell) the version that was hashed."""

@@ -36,6 +36,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--languages", metavar="LANGS",
                    help="languages indexed: 'default' (the corpus's default language), 'all', or codes such as "
                         "en,es (RAG_LANGUAGES)")
+    p.add_argument("--versions", metavar="VERSIONS",
+                   help="a versioned site's versions indexed: 'current' (the one it serves at its unversioned "
+                        "route), 'all' (every version it publishes), or its version names such as 2.0,1.9 (RAG_VERSIONS)")
     p.add_argument("--include", action="append", metavar="GLOB",
                    help="index only pages matching GLOB (gitignore syntax, relative to the docs folder; repeat for "
                         "any of them; RAG_INCLUDE)")
@@ -101,11 +104,13 @@ def _run_ingest(args) -> int:
 
 
 def scope_flags(args, env: dict[str, str]) -> dict[str, str]:
-    """--languages / --include / --exclude: this command's RAG_LANGUAGES / RAG_INCLUDE / RAG_EXCLUDE
-    over env (the settings the CLI resolves at its edge; the settings validate them)."""
+    """--languages / --versions / --include / --exclude: this command's RAG_LANGUAGES / RAG_VERSIONS /
+    RAG_INCLUDE / RAG_EXCLUDE over env (the settings the CLI resolves at its edge; the settings validate them)."""
     env = dict(env)
     if getattr(args, "languages", None):
         env["RAG_LANGUAGES"] = args.languages
+    if getattr(args, "versions", None):
+        env["RAG_VERSIONS"] = args.versions
     for flag, var in (("include", "RAG_INCLUDE"), ("exclude", "RAG_EXCLUDE")):
         if getattr(args, flag, None):
             env[var] = ";".join(getattr(args, flag))
@@ -212,6 +217,10 @@ def print_left_out(summary, corpus: str = "default") -> None:
     if translations:
         print(f"  {translations} translated page(s) not indexed: `rag ingest --languages all` (or RAG_LANGUAGES=all, "
               "or codes: RAG_LANGUAGES=en,es) indexes them too")
+    versions = sum(summary.left_out.get(r, 0) for r in ("older_version", "unreleased_version"))
+    if versions:
+        print(f"  {versions} page(s) of other versions not indexed: `rag ingest --versions all` (or RAG_VERSIONS=all, "
+              "or the site's version names: RAG_VERSIONS=2.0,1.9) indexes them too")
 
 
 @contextmanager

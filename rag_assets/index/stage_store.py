@@ -221,12 +221,16 @@ class StageStore:
         docs = [asdict(d) for d in catalog.documents]
         errors = [{"path": e.path, "reason": e.reason} for e in {e.path: e for e in catalog.errors}.values()]
         with self.db.write() as conn:
-            # a page whose language moved with no change of its own (a locale folder appeared, the default
-            # changed): its records are forgotten, so the next run gives its chunks the new language
+            # a page whose language or place moved with no change of its own (a locale folder appeared, the
+            # default changed, a new version was cut, the site's base URL changed): its records are forgotten,
+            # so the next run gives its chunks the new language, version and address. A place recorded
+            # before places were kept ("") is not a move: the parse stage's fingerprint re-parses those.
             c = catalog_documents.c
-            before = dict(conn.execute(sa.select(c.doc_path, c.language)).all())
-            moved = [d.doc_path for d in catalog.documents
-                     if d.doc_path in before and before[d.doc_path] and d.language != before[d.doc_path]]
+            before = {path: (language, place) for path, language, place in
+                      conn.execute(sa.select(c.doc_path, c.language, c.place)).all()}
+            moved = [d.doc_path for d in catalog.documents if d.doc_path in before and (
+                (before[d.doc_path][0] and d.language != before[d.doc_path][0])
+                or (before[d.doc_path][1] and d.place != before[d.doc_path][1]))]
             for part in _chunks(moved):
                 conn.execute(stage_records.delete().where(stage_records.c.doc_path.in_(part)))
             conn.execute(catalog_documents.delete())

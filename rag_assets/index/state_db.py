@@ -75,6 +75,7 @@ catalog_documents = sa.Table(
     sa.Column("imports", sa.Text, nullable=False, default=""),
     sa.Column("language", sa.Text, nullable=False, default=""),
     sa.Column("facts", sa.Text, nullable=False, default=""),
+    sa.Column("place", sa.Text, nullable=False, default=""),
 )
 # a run looks its documents up by partition key: without it, a table scan per asset and run (N² over an ingest)
 sa.Index("catalog_documents_partition_key", catalog_documents.c.partition_key)
@@ -86,6 +87,7 @@ _ADDED_COLUMNS = (
     ("catalog_documents", "imports", "TEXT NOT NULL DEFAULT ''"),
     ("catalog_documents", "language", "TEXT NOT NULL DEFAULT ''"),
     ("catalog_documents", "facts", "TEXT NOT NULL DEFAULT ''"),
+    ("catalog_documents", "place", "TEXT NOT NULL DEFAULT ''"),
 )
 
 catalog_errors = sa.Table(

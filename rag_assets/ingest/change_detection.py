@@ -33,7 +33,7 @@ from pathlib import Path
 
 from dataclasses import replace as dc_replace
 
-from rag_assets.ingest import languages, scope as scope_mod, snippets
+from rag_assets.ingest import languages, scope as scope_mod, site_urls, snippets
 from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files, site_rules_for, walked_doc_path
 from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.models import DiscoveryError, DocumentRef
@@ -148,22 +148,26 @@ def detect_changes(
 
     changes.deleted = sorted(set(known) - set(files) - set(new_pending))
     _through_pages(changes, root, files, max_file_bytes, index_snippets)
-    _out_of_scope(changes, sorted(files), rules.sites, scope or ScopeSettings(), default_language)
+    _out_of_scope(changes, sorted(files), rules, scope or ScopeSettings(), default_language)
     changes.tick = int(state.get("tick", 0)) + (1 if changes.any else 0)
     changes.state = {"files": files, "pending": new_pending, "tick": changes.tick}
     changes.same_state = not changes.any and files == known and new_pending == pending
     return changes
 
 
-def _out_of_scope(changes: Changes, doc_paths: list[str], sites, scope: ScopeSettings, default_language: str) -> None:
-    """Pages found or changed that their frontmatter or language puts out of scope: reported as deleted."""
+def _out_of_scope(changes: Changes, doc_paths: list[str], rules, scope: ScopeSettings, default_language: str) -> None:
+    """Pages found or changed that their frontmatter or language puts out of scope: reported as deleted.
+    Those kept get their place in the site (rag_assets.ingest.site_urls), as the catalog run gives it."""
     refs = changes.added + changes.changed
     if not refs:
         return
     if not (scope.default_language or default_language):
         scope = dc_replace(scope, languages=(scope_mod.ALL_LANGUAGES,))  # the default is the catalog run's to find
-    scoped = scope_mod.apply(refs, languages.detect_layout(doc_paths, sites),
-                             dc_replace(scope, default_language=scope.default_language or default_language))
+    layout = languages.detect_layout(doc_paths, rules.sites)
+    scoped = scope_mod.apply(refs, layout, dc_replace(scope, default_language=scope.default_language or default_language))
+    placed = {r.doc_path: r for r in site_urls.place_all(refs, rules.sites, rules.versions, layout)}
+    changes.added = [placed[r.doc_path] for r in changes.added]
+    changes.changed = [placed[r.doc_path] for r in changes.changed]
     if not scoped.left_out:
         return
     changes.added = [r for r in changes.added if r.doc_path not in scoped.left_out]

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from rag_assets.ingest import languages, scope as scope_mod, snippets
+from rag_assets.ingest import languages, scope as scope_mod, site_urls, snippets
 from rag_assets.ingest.files import DocumentTooLarge, NotARegularFile, check_regular_file, open_regular  # noqa: F401 - callers import them from here too
 from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.ingest.site_rules import NEVER_WALKED, SiteRules
@@ -129,7 +129,8 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
     documents, excluded = snippets.apply_to_catalog(documents, index_snippets)
     layout = languages.detect_layout([d.doc_path for d in documents], rules.sites)
     scoped = scope_mod.apply(documents, layout, scope)
-    return Catalog(docs_dir=str(root), documents=scoped.documents, errors=errors, excluded=excluded,
+    placed = site_urls.place_all(scoped.documents, rules.sites, rules.versions, layout)
+    return Catalog(docs_dir=str(root), documents=placed, errors=errors, excluded=excluded,
                    left_out={**left_out, **scoped.left_out}, left_out_languages=scoped.left_out_languages,
                    left_out_read=sorted(scoped.left_out),
                    left_out_refs=[d for d in documents if d.doc_path in scoped.left_out],
@@ -140,7 +141,7 @@ def site_rules_for(docs_dir: Path, scope: ScopeSettings | None) -> SiteRules:
     """The path rules of a docs folder under these scope settings (read once per walk)."""
     scope = scope or ScopeSettings()
     return SiteRules(_root(docs_dir), include=scope.include, exclude=scope.exclude, ignore_files=scope.ignore_files,
-                     keep=scope.keep)
+                     keep=scope.keep, versions=scope.versions)
 
 
 def _refusal(doc_path: str, exc: DocumentTooLarge | OSError) -> DiscoveryError:
@@ -380,8 +381,8 @@ def fingerprint_file(
     if ref is None:
         ref = _fingerprint(path, doc_path, max_file_bytes)
         if known is not None and known.doc_path == doc_path:
-            # its language is the catalog run's to decide (the layout is the whole folder's): kept
-            ref = replace(ref, language=known.language)
+            # its language and place are the catalog run's to decide (the layout is the whole folder's): kept
+            ref = replace(ref, language=known.language, place=known.place, module=known.module, chapter=known.chapter)
         else:
             # not catalogued yet (a page the sensor found): what it says of itself until the catalog run
             facts = scope_mod.PageFacts.parse(ref.facts)

@@ -13,6 +13,9 @@ and `last_update_date`, plus the ingestion contract's `sidebar_label`, `sidebar_
 - `sidebar_label`: the title; `sidebar_position`: 0; `learning_objectives`: none.
 - `language`: the page's language as its corpus's scope resolved it (rag_assets.ingest.languages:
   the generator's layout, the frontmatter's `lang`/`locale`, the text), `und` when unknown.
+- `site_path` (every page), and on a site's pages `route`, `url` and, on a versioned site, `version`
+  (rag_assets.ingest.site_urls): computed from the page's place, never taken from a frontmatter key of
+  the same name. `doc_type`'s folder is the first folder of `site_path`.
 
 Requirements (RAG_REQUIRED_METADATA=source,doc_type,last_update_date): a document whose frontmatter
 does not give a required key fails by name (InvalidDocumentError: "missing required metadata
@@ -43,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rag_assets.errors import InvalidDocumentError
+from rag_assets.ingest import site_urls
 from rag_assets.models import DocumentRef, ParsedDocument
 
 GUARANTEED = ("source", "doc_type", "last_update_date")
@@ -71,13 +75,14 @@ class MetadataPolicy:
     @property
     def fingerprint(self) -> str:
         """The parse stage's fingerprint: a changed policy re-parses (and re-validates), and so does a new
-        MDX renderer (rag_assets.ingest.mdx), whose output is the parsed body."""
+        MDX renderer (rag_assets.ingest.mdx), whose output is the parsed body. v3: pages carry their place
+        and address (site_path, route, url, version) and doc_type comes from site_path."""
         from rag_assets.ingest.mdx import RENDER_VERSION
 
         # the code folder only when it is not the default: indexes made before it counted are not re-parsed
         # (a document from code written before carries no document_id: re-ingesting it re-parses it anyway)
         folder = f":{self.code_folder}" if self.code_folder != DEFAULT_CODE_FOLDER else ""
-        return f"meta-v2:{RENDER_VERSION}:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}{folder}"
+        return f"meta-v3:{RENDER_VERSION}:{self.default_doc_type}:{','.join(self.required)}:{','.join(self.doc_types)}{folder}"
 
     def folder_doc_type(self, doc_path: str) -> str:
         """The doc_type a document's place gives it: its first folder (under the folder of documents
@@ -227,8 +232,13 @@ def complete(doc: ParsedDocument, ref: DocumentRef | None, policy: MetadataPolic
         meta["last_update_date"] = own_date()
     if "source" not in given:
         meta["source"] = doc.title
+    # where the page sits in its site and its address (rag_assets.ingest.site_urls): computed, so a
+    # frontmatter value of the same name does not win (Hugo's `url` frontmatter is the route: applied there)
+    for key, value in site_urls.address(ref.place if ref is not None else "", doc.doc_path, doc.metadata,
+                                         doc.title).items():
+        meta[key] = value
     if "doc_type" not in given:
-        meta["doc_type"] = policy.default_doc_type or policy.folder_doc_type(doc.doc_path)
+        meta["doc_type"] = policy.default_doc_type or policy.folder_doc_type(meta["site_path"])
     if policy.doc_types and str(meta["doc_type"]) not in policy.doc_types:
         raise InvalidDocumentError(doc.doc_path, f"doc_type {meta['doc_type']!r} is not one of "
                                                  f"{', '.join(policy.doc_types)} (RAG_DOC_TYPES)")

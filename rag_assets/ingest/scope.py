@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from rag_assets.ingest import languages
+from rag_assets.ingest.versions import parse_versions
 from rag_assets.models import DocumentRef
 from rag_assets.vocabulary.languages import ALL_LANGUAGES, DEFAULT_LANGUAGE, parse_languages, split_list  # noqa: F401
 
@@ -41,6 +42,7 @@ class ScopeSettings:
     languages: tuple[str, ...] = (DEFAULT_LANGUAGE,)  # ("default",) | ("all",) | codes
     default_language: str = ""  # "" = the generator's, else the most common
     keep: tuple[str, ...] = ()  # folders never left out (documents ingested from code)
+    versions: tuple[str, ...] = ("current",)  # a versioned site's versions indexed (rag_assets.ingest.versions)
 
     @classmethod
     def from_settings(cls, ingest) -> "ScopeSettings":
@@ -52,6 +54,7 @@ class ScopeSettings:
             languages=parse_languages(ingest.languages),
             default_language=languages.normalise(ingest.default_language) if ingest.default_language else "",
             keep=(ingest.code_documents_folder,) if ingest.code_documents_folder else (),
+            versions=parse_versions(ingest.versions),
         )
 
     @property

@@ -9,64 +9,69 @@ A folder is often a whole documentation repository, not just its pages. Left out
 - ``mintignore``: Mintlify's ``.mintignore`` (gitignore syntax, at the site's root);
 - ``ragignore``: ours, ``.ragignore`` (gitignore syntax, anywhere, like ``.gitignore``). It has the last
   word: ``!pattern`` in it brings back a file another ignore file or a generator rule leaves out;
-- ``generator``: what the site generator found in the folder never renders as a page of its own:
-  Mintlify's default ignored names (``node_modules``, ``build``, ``dist``, ``README.md``, …);
-  Docusaurus' partials (files and folders named ``_x``) and tests; Starlight's ``_x`` files; VitePress'
-  ``node_modules`` and ``dist``; MkDocs' ``exclude_docs`` and its own defaults (mkdocs.yml is read);
-  and every page outside the generator's content folder (``docs_dir`` of MkDocs, ``src/content/docs``
-  of Starlight, ``content`` of Hugo, the folder holding ``.vitepress``; a Docusaurus site's own root
-  files such as README.md) when the folder holds a site;
+- what the site's generator (rag_assets.ingest.sites) never publishes as a page, by its own rules:
+  ``partial``: files named ``_x`` (Docusaurus, Starlight) and folders named ``_x`` (Docusaurus; Starlight
+  with legacy content collections — its glob loader reads them otherwise), imported by pages, never pages
+  themselves (the snippet machinery still reads them); ``error_page``: the site's 404 page (Starlight's
+  ``404.md``, VitePress' ``404.md``, Docusaurus' ``src/pages/404.md``); ``site_exclude``: the exclusions its
+  configuration writes (VitePress ``srcExclude``, MkDocs ``exclude_docs``, the Docusaurus docs plugin's
+  ``exclude``); ``outside_content``: every page outside the generator's content folders (``docs_dir`` of
+  MkDocs, ``src/content/docs`` of Starlight, ``content`` of Hugo, VitePress' ``srcDir``, Docusaurus'
+  content plugins' folders, a Docusaurus site's own root files such as README.md); ``page_resource``: a
+  markdown file inside a Hugo leaf bundle (a folder with ``index.md``), a resource of that page;
+  ``generator``: the generators' default ignored names (Mintlify's ``node_modules``, ``build``,
+  ``README.md``…; ``node_modules``, ``build``, ``dist``; MkDocs' ``.*`` and ``/templates/``; test folders);
+- ``older_version`` / ``unreleased_version`` / ``unpublished_version``: the folders of versions the
+  corpus does not index (rag_assets.ingest.versions; RAG_VERSIONS);
 - ``draft``: MkDocs' ``draft_docs`` patterns;
 - ``hidden``: pages under a Mintlify docs.json navigation element with ``hidden: true`` (unless it
   says ``searchable: true`` or the site sets ``seo.indexing: "all"``);
 - ``exclude`` / ``not_included``: the corpus's own globs (RAG_EXCLUDE, RAG_INCLUDE).
 
-Generators are recognised by their configuration: ``docs.json``/``mint.json`` (Mintlify),
-``docusaurus.config.*``, a ``.vitepress`` folder, ``mkdocs.yml``, ``hugo.toml|yaml|json`` (or
-``config.toml`` beside ``content/``), ``astro.config.*`` beside ``src/content/docs`` (Starlight). A
-configuration in JavaScript or TypeScript is never executed: what it writes as literal data is read
-(rag_assets.ingest.script_config) into `Site.config`; where it computes a value, the generator's
-defaults apply (say more with ``.ragignore`` or RAG_EXCLUDE). Folders kept on purpose (documents ingested from code) are never left out.
+Folders kept on purpose (documents ingested from code) are never left out.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import pathspec
-import yaml
 
-from rag_assets.ingest.script_config import SCRIPT_SUFFIXES, read_script_config, unwrap
+from rag_assets.ingest import versions as versions_mod
+from rag_assets.ingest.sites import NEVER_WALKED, TEST_FOLDERS, Site, docusaurus_plugins, find_sites  # noqa: F401 - Site: re-exported
+from rag_assets.ingest.sites import rel as _rel
+from rag_assets.ingest.versions import SiteVersions
 
 GITIGNORE = "gitignore"
 MINTIGNORE = "mintignore"
 RAGIGNORE = "ragignore"
 GENERATOR = "generator"
+PARTIAL = "partial"
+ERROR_PAGE = "error_page"
+SITE_EXCLUDE = "site_exclude"
+OUTSIDE_CONTENT = "outside_content"
+PAGE_RESOURCE = "page_resource"
 DRAFT = "draft"
 HIDDEN = "hidden"
 EXCLUDE = "exclude"
 NOT_INCLUDED = "not_included"
+# the generators' own reasons, asked in this order (the first that says wins)
+_GENERATOR_REASONS = (GENERATOR, PARTIAL, ERROR_PAGE, SITE_EXCLUDE)
 
 IGNORE_FILES = {".gitignore": GITIGNORE, ".mintignore": MINTIGNORE, ".ragignore": RAGIGNORE}
-# folders never looked into, even to count what they hold: tool caches, never documentation
-NEVER_WALKED = frozenset({"node_modules", "__pycache__"})
-_SITE_SEARCH_DEPTH = 3  # how deep below the docs folder a site's configuration is looked for
 
 # Mintlify's default ignored patterns (its .mintignore page)
 _MINTLIFY_DEFAULTS = ["node_modules/", "build/", "dist/", "coverage/", "tmp/", "temp/", "README.md", "LICENSE.md",
                       "CHANGELOG.md", "CONTRIBUTING.md"]
-# the Docusaurus content plugins' default `exclude`
-_DOCUSAURUS_DEFAULTS = ["_*.md", "_*.mdx", "_*/", "__tests__/", "node_modules/", "build/"]
-_STARLIGHT_DEFAULTS = ["_*.md", "_*.mdx", "node_modules/", "dist/"]
-_VITEPRESS_DEFAULTS = ["node_modules/", "dist/"]
-_MKDOCS_DEFAULTS = [".*", "/templates/"]
-# test folders (Docusaurus' default `exclude` names __tests__; a repository's test sites and fixtures
-# live in such folders whatever the generator): left out wherever a site is found
-_TEST_FOLDERS = ["__tests__/", "__fixtures__/", "__mocks__/", "__snapshots__/"]
+# the Docusaurus content plugins' default `exclude` (GlobExcludeDefault): partials, tests
+_UNDERSCORE_FILES = ["_*.md", "_*.mdx"]
+_UNDERSCORE_FOLDERS = ["_*/"]
+_BUILD_FOLDERS = {"docusaurus": ["node_modules/", "build/"], "starlight": ["node_modules/", "dist/"],
+                  "vitepress": ["node_modules/", "dist/"], "mkdocs": [".*", "/templates/"]}
+_ERROR_PAGES = {"starlight": ["/404.md", "/404.mdx"], "vitepress": ["/404.md"]}
+_MARKDOWN = (".md", ".mdx")
 
 
 def _spec(lines) -> pathspec.GitIgnoreSpec | None:
@@ -100,127 +105,6 @@ class _Rules:
             if result.include is not None:
                 return result.include
         return None
-
-
-@dataclass(frozen=True)
-class Site:
-    generator: str  # mintlify | docusaurus | vitepress | mkdocs | hugo | starlight
-    root: str  # "" = the docs folder, else the doc path of its folder
-    content: tuple[str, ...]  # content folders below the docs folder ("" = all of root)
-    config: dict = field(default_factory=dict, hash=False, compare=False)
-
-
-def _rel(base: str, name: str) -> str:
-    return f"{base}/{name}" if base else name
-
-
-def find_sites(root: Path) -> list[Site]:
-    """The site generators configured in the docs folder or a folder a few levels below it."""
-    sites: list[Site] = []
-
-    def look(directory: Path, rel: str, depth: int) -> None:
-        try:
-            entries = {e.name: e for e in os.scandir(directory)}
-        except OSError:
-            return
-        site = _site_at(directory, rel, entries)
-        if site is not None:
-            sites.append(site)
-            return  # a site's own folders are its content, not other sites
-        if depth >= _SITE_SEARCH_DEPTH:
-            return
-        for name in sorted(entries):
-            entry = entries[name]
-            if name.startswith(".") or name in NEVER_WALKED or f"{name}/" in _TEST_FOLDERS:
-                continue
-            try:
-                if entry.is_dir():
-                    look(Path(entry.path), _rel(rel, name), depth + 1)
-            except OSError:
-                continue
-
-    look(root, "", 0)
-    return sites
-
-
-def _site_at(directory: Path, rel: str, entries: dict) -> Site | None:
-    names = set(entries)
-    if "docs.json" in names or "mint.json" in names:
-        config = _read_config(directory / ("docs.json" if "docs.json" in names else "mint.json"))
-        return Site("mintlify", rel, (rel,), config)
-    docusaurus = _script_named(directory, names, "docusaurus.config")
-    if docusaurus is not None:
-        return Site("docusaurus", rel, (rel,), _script_config(docusaurus))
-    if ".vitepress" in names:
-        vitepress = directory / ".vitepress"
-        found = _script_named(vitepress, _names(vitepress), "config") or _script_named(
-            vitepress / "config", _names(vitepress / "config"), "index")
-        return Site("vitepress", rel, (rel,), _script_config(found) if found else {})
-    if "mkdocs.yml" in names or "mkdocs.yaml" in names:
-        config = _read_yaml(directory / ("mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml"))
-        docs_dir = str(config.get("docs_dir") or "docs").strip("/") if isinstance(config, dict) else "docs"
-        return Site("mkdocs", rel, (_rel(rel, docs_dir),), config if isinstance(config, dict) else {})
-    hugo = next((n for n in ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json") if n in names), None)
-    if hugo is None and "config.toml" in names and "content" in names and "archetypes" in names:
-        hugo = "config.toml"
-    if hugo is not None:
-        config = _read_config(directory / hugo)
-        content = {str(config.get("contentDir") or config.get("contentdir") or "content")}
-        for lang in (config.get("languages") or {}).values():
-            if isinstance(lang, dict) and lang.get("contentDir"):
-                content.add(str(lang["contentDir"]))
-        return Site("hugo", rel, tuple(sorted(_rel(rel, c.strip("/")) for c in content)), config)
-    astro = _script_named(directory, names, "astro.config")
-    if astro is not None and (directory / "src" / "content" / "docs").is_dir():
-        return Site("starlight", rel, (_rel(rel, "src/content/docs"),), _script_config(astro))
-    return None
-
-
-def _names(directory: Path) -> set[str]:
-    try:
-        return set(os.listdir(directory))
-    except OSError:
-        return set()
-
-
-def _script_named(directory: Path, names: set[str], stem: str) -> Path | None:
-    """`stem.ts`, `stem.js`, … in a folder (the first in SCRIPT_SUFFIXES' order), else None."""
-    return next((directory / f"{stem}{suffix}" for suffix in SCRIPT_SUFFIXES if f"{stem}{suffix}" in names), None)
-
-
-def _script_config(path: Path) -> dict:
-    """A JavaScript/TypeScript configuration's object, read as data (rag_assets.ingest.script_config: its
-    literal values; {} when it says nothing readable). Wrappers such as defineConfig are taken off; calls
-    inside (Starlight's `starlight({...})`) stay as `Call`s."""
-    value = unwrap(read_script_config(path))
-    return value if isinstance(value, dict) else {}
-
-
-class _AnyTagLoader(yaml.SafeLoader):
-    """mkdocs.yml uses tags such as !!python/name:… and !ENV: read them as plain values, run nothing."""
-
-
-_AnyTagLoader.add_multi_constructor("", lambda loader, suffix, node: None)
-
-
-def _read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_AnyTagLoader)  # noqa: S506 - SafeLoader subclass
-    except (OSError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _read_config(path: Path) -> dict:
-    """A generator's JSON, TOML or YAML configuration as a mapping ({} when it cannot be read as one)."""
-    if path.suffix not in (".toml", ".json"):
-        return _read_yaml(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError):  # TOMLDecodeError and JSONDecodeError are ValueErrors
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _mintlify_hidden(config: dict) -> set[str]:
@@ -261,23 +145,27 @@ class SiteRules:
     """
 
     def __init__(self, root: Path, *, include: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
-                 ignore_files: bool = True, keep: tuple[str, ...] = ()):
+                 ignore_files: bool = True, keep: tuple[str, ...] = (), versions: tuple[str, ...] = (versions_mod.CURRENT,)):
         self.root = Path(root)
         self.ignore_files = ignore_files
         self.keep = tuple(k.strip("/") for k in keep if k.strip("/"))
         self.include = _spec(include) if include else None
         self.exclude = _spec(exclude) if exclude else None
+        self.wanted_versions = versions
         self.sources = {reason: _Rules(reason) for reason in (RAGIGNORE, MINTIGNORE, GITIGNORE)}
-        self.generator = _Rules(GENERATOR)
+        self.generator = {reason: _Rules(reason) for reason in _GENERATOR_REASONS}
         self.drafts = _Rules(DRAFT)
         self.hidden_pages: set[str] = set()
         self.sites = find_sites(self.root) if ignore_files else []
+        # the versions of the sites' docs (found whatever RAG_IGNORE_FILES says: a page's version is a fact)
+        self.versions: SiteVersions = versions_mod.detect(self.root, self.sites)
         self._content: list[str] = [c for s in self.sites for c in s.content]
         self._site_root_files: set[str] = set()  # folders whose own markdown files are not pages (Docusaurus)
+        self._bundles: list[str] = []  # Hugo content folders, where a folder with index.md is a leaf bundle
         if ignore_files:
             self._ancestors()
             if self.sites:
-                self.generator.sets.append(("", _spec(_TEST_FOLDERS)))
+                self.generator[GENERATOR].sets.append(("", _spec(TEST_FOLDERS)))
             for site in self.sites:
                 self._site_rules(site)
 
@@ -310,27 +198,48 @@ class SiteRules:
             # re-root a rule set at the docs folder: a path below it is tested as git would test it
             self.sources[GITIGNORE].sets.append(("", _Rebased(spec, base, rel)))  # type: ignore[arg-type]
 
+    def _add(self, reason: str, base: str, lines) -> None:
+        spec = _spec(lines)
+        if spec is not None:
+            self.generator[reason].sets.append((base, spec))
+
     def _site_rules(self, site: Site) -> None:
-        defaults = {"mintlify": _MINTLIFY_DEFAULTS, "docusaurus": _DOCUSAURUS_DEFAULTS,
-                    "starlight": _STARLIGHT_DEFAULTS, "vitepress": _VITEPRESS_DEFAULTS,
-                    "mkdocs": _MKDOCS_DEFAULTS}.get(site.generator, [])
-        if site.generator == "mkdocs":
-            extra = site.config.get("exclude_docs")
-            if isinstance(extra, str):
-                defaults = defaults + extra.splitlines()
-            drafts = site.config.get("draft_docs")
-            if isinstance(drafts, str) and _spec(drafts.splitlines()):
-                self.drafts.sets.append((site.content[0], _spec(drafts.splitlines())))
-            base = site.content[0]
-        else:
-            base = site.root
-        if defaults:
-            self.generator.sets.append((base, _spec(defaults)))
-        if site.generator == "docusaurus":
-            self._site_root_files.add(site.root)
-        if site.generator == "mintlify":
-            for page in _mintlify_hidden(site.config):
+        generator, config = site.generator, site.config
+        content = site.content[0] if site.content else site.root
+        if generator == "mintlify":
+            self._add(GENERATOR, site.root, _MINTLIFY_DEFAULTS)
+            for page in _mintlify_hidden(config):
                 self.hidden_pages.add(_rel(site.root, page))
+            return
+        base = content if generator in ("mkdocs", "vitepress") else site.root
+        self._add(GENERATOR, base, _BUILD_FOLDERS.get(generator, []))
+        if generator == "docusaurus":
+            self._add(PARTIAL, site.root, _UNDERSCORE_FILES + _UNDERSCORE_FOLDERS)
+            self._add(ERROR_PAGE, site.root, ["/src/pages/404.md", "/src/pages/404.mdx"])
+            self._site_root_files.add(site.root)
+            for plugin in docusaurus_plugins(config).docs:
+                excluded = plugin.options.get("exclude")
+                if isinstance(excluded, list):
+                    self._add(SITE_EXCLUDE, _rel(site.root, plugin.path), _globs(excluded))
+        elif generator == "starlight":
+            legacy = site.legacy_collections
+            self._add(PARTIAL, content, _UNDERSCORE_FILES + (_UNDERSCORE_FOLDERS if legacy else []))
+            if not _starlight_says(config, "disable404Route"):
+                self._add(ERROR_PAGE, content, _ERROR_PAGES["starlight"])
+        elif generator == "vitepress":
+            self._add(ERROR_PAGE, content, _ERROR_PAGES["vitepress"])
+            excluded = config.get("srcExclude")
+            if isinstance(excluded, list):
+                self._add(SITE_EXCLUDE, content, _globs(excluded))
+        elif generator == "mkdocs":
+            extra = config.get("exclude_docs")
+            if isinstance(extra, str):
+                self._add(SITE_EXCLUDE, content, extra.splitlines())
+            drafts = config.get("draft_docs")
+            if isinstance(drafts, str) and _spec(drafts.splitlines()):
+                self.drafts.sets.append((content, _spec(drafts.splitlines())))
+        elif generator == "hugo":
+            self._bundles.extend(site.content)
 
     # questions of the walk ---------------------------------------------------------------
     def enter(self, rel: str, directory: str) -> None:
@@ -369,8 +278,16 @@ class SiteRules:
             for reason in (GITIGNORE, MINTIGNORE):
                 if self.sources[reason].verdict(rel, is_dir):
                     return reason
-            if self.generator.verdict(rel, is_dir) or (not is_dir and self._outside(rel)):
-                return GENERATOR
+            for reason in _GENERATOR_REASONS:
+                if self.generator[reason].verdict(rel, is_dir):
+                    return reason
+            if not is_dir and self._outside(rel):
+                return OUTSIDE_CONTENT
+            if not is_dir and self._bundles and self._in_leaf_bundle(rel):
+                return PAGE_RESOURCE
+            version = self._version_reason(rel, is_dir)
+            if version:
+                return version
             if self.drafts.verdict(rel, is_dir):
                 return DRAFT
             if not is_dir and rel.rsplit(".", 1)[0] in self.hidden_pages:
@@ -383,6 +300,16 @@ class SiteRules:
             return NOT_INCLUDED
         return None
 
+    def _version_reason(self, rel: str, is_dir: bool) -> str | None:
+        """A folder of a version the corpus does not index (Docusaurus), or a page only such a version's
+        navigation lists (Mintlify)."""
+        if is_dir:
+            version = self.versions.folder(rel)
+        else:
+            found = self.versions.of(rel)
+            version = found[0] if found is not None and not found[1] else None  # a folder's: decided at the folder
+        return version.reason(self.wanted_versions) if version is not None else None
+
     def _outside(self, rel: str) -> bool:
         """A page outside every site's content folder, when the folder holds a site."""
         if not self._content:
@@ -391,6 +318,44 @@ class SiteRules:
         if parent in self._site_root_files:
             return True
         return not any(c == "" or rel.startswith(c + "/") for c in self._content)
+
+    def _in_leaf_bundle(self, rel: str) -> bool:
+        """A Hugo page that is not its folder's `index.md` in a folder (or below one) that has an `index.md`:
+        a leaf bundle's resource, not a page (Hugo's page bundles)."""
+        for content in self._bundles:
+            inside = rel[len(content) + 1:] if content and rel.startswith(content + "/") else (rel if not content else None)
+            if inside is None:
+                continue
+            parts = inside.split("/")
+            for depth in range(len(parts) - 1, 0, -1):
+                folder = "/".join(parts[:depth])
+                if depth == len(parts) - 1 and parts[-1] in ("index.md", "index.mdx"):
+                    continue  # the bundle's own page
+                if any(os.path.isfile(self.root / _rel(content, f"{folder}/{name}")) for name in ("index.md", "index.mdx")):
+                    return True
+        return False
+
+
+def _globs(patterns) -> list[str]:
+    """Globs relative to a folder (fast-glob/picomatch, as VitePress and Docusaurus take them) as gitignore
+    lines: anchored at that folder unless they start with `**/`."""
+    lines = []
+    for pattern in patterns:
+        if not isinstance(pattern, str) or not pattern.strip():
+            continue
+        pattern = pattern.strip()
+        negated = pattern.startswith("!")
+        pattern = pattern.lstrip("!").removeprefix("./")
+        if not pattern.startswith(("**/", "/")):
+            pattern = "/" + pattern
+        lines.append(("!" if negated else "") + pattern)
+    return lines
+
+
+def _starlight_says(config: dict, key: str) -> bool:
+    from rag_assets.ingest.script_config import find_calls
+
+    return any(call.first_object().get(key) is True for call in find_calls(config, "starlight"))
 
 
 class _Rebased:

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 SETTINGS_FIELDS = ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "chunk_overlap_tokens",
                    "embedder", "embedding_model", "required_metadata", "doc_types", "default_doc_type",
                    "index_snippets", "include", "exclude", "ignore_files", "skip_frontmatter_keys", "languages",
-                   "default_language", "documents_per_run", "sensor_interval_seconds", "evaluation_interval_seconds",
+                   "default_language", "versions", "documents_per_run", "sensor_interval_seconds", "evaluation_interval_seconds",
                    "eval_min_hybrid_recall_at_5", "retrieval_mode", "reconcile_cron")
 
 
@@ -90,6 +90,7 @@ class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
     skip_frontmatter_keys: str | None = None  # "draft,noindex,hidden"
     languages: str | None = None  # "default" | "all" | "en,es"
     default_language: str | None = None  # "" = the generator's, else the most common
+    versions: str | None = None  # a versioned site's versions indexed: "current" | "all" | "2.0,1.9"
     documents_per_run: int | None = None
     sensor_interval_seconds: int | None = None
     evaluation_interval_seconds: int | None = None

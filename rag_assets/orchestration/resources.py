@@ -61,7 +61,7 @@ class RunSettingsResource(dg.ConfigurableResource):
 
 
 # the settings the CLI's flags may set (--docs-dir, --collection, --languages, --include, --exclude)
-LAUNCHED_SETTINGS = ("docs_dir", "collection", "languages", "include", "exclude")
+LAUNCHED_SETTINGS = ("docs_dir", "collection", "languages", "versions", "include", "exclude")
 
 
 def run_settings_config(corpus: Corpus) -> dict:

@@ -276,3 +276,18 @@ def test_scope_flags_say_what_is_left_out_and_lang_filters(env, monkeypatch):
     results = json.loads(rag("query", "--lang", "es", "--json", "¿Cómo creo casos de prueba?").stdout)["results"]
     assert results and {r["doc_path"] for r in results} <= set(spanish)
     assert "RAG_LANGUAGES: 'spanish' is not a language code" in rag("ingest", "--languages", "spanish", check_codes=(2,)).stderr
+
+
+def test_versions_flag_brings_in_the_versions_the_summary_names(env):
+    from rag_assets_tests.support.site_tree import VERSIONED_SITE, write_all
+
+    docs = env / "docs"
+    for path in list(docs.rglob("*.md")):
+        path.unlink()
+    write_all(docs, VERSIONED_SITE)
+    out = rag("ingest").stdout
+    assert "left out of scope: 2 page(s): " in out and "1 older_version" in out and "1 unreleased_version" in out
+    assert "2 page(s) of other versions not indexed: `rag ingest --versions all`" in out
+    summary, _ = ingest_json("--versions", "all")
+    assert summary["left_out"] == {} and summary["documents_processed"] == 2
+    assert "RAG_VERSIONS must be current, all" in rag("ingest", "--versions", ",", check_codes=(2,)).stderr

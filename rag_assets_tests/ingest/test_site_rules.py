@@ -114,8 +114,8 @@ def test_docusaurus_partials_tests_and_the_repository_files_around_the_site(tmp_
         write(tmp_path, page)
     pages, left_out = found(tmp_path)
     assert pages == ["blog/2024/post.md", "community/team.mdx", "docs/intro.md"]
-    assert left_out == {"docs/_shared.mdx": "generator", "docs/_parts/x.md": "generator",
-                        "docs/__tests__/t.md": "generator", "README.md": "generator"}  # node_modules: never walked
+    assert left_out == {"docs/_shared.mdx": "partial", "docs/_parts/x.md": "partial",
+                        "docs/__tests__/t.md": "generator", "README.md": "outside_content"}  # node_modules: never walked
 
 
 def test_a_site_in_a_subfolder_leaves_out_the_repository_around_it(tmp_path):
@@ -129,8 +129,8 @@ def test_a_site_in_a_subfolder_leaves_out_the_repository_around_it(tmp_path):
     assert [s.root for s in find_sites(tmp_path)] == ["docs"]
     pages, left_out = found(tmp_path)
     assert pages == ["docs/guide/start.md", "docs/index.md"]
-    assert set(left_out) == {"docs/dist/old.md", "README.md", "CHANGELOG.md", "__tests__/e2e/index.md"}
-    assert set(left_out.values()) == {"generator"}
+    assert left_out == {"docs/dist/old.md": "generator", "README.md": "outside_content",
+                        "CHANGELOG.md": "outside_content", "__tests__/e2e/index.md": "generator"}
 
 
 def test_mkdocs_docs_dir_exclude_docs_and_draft_docs_from_mkdocs_yml(tmp_path):
@@ -141,8 +141,8 @@ def test_mkdocs_docs_dir_exclude_docs_and_draft_docs_from_mkdocs_yml(tmp_path):
         write(tmp_path, page)
     pages, left_out = found(tmp_path)
     assert pages == ["src/index.md"]
-    assert left_out == {"src/x.tmp.md": "generator", "src/private/a.md": "generator", "src/drafts/b.md": "draft",
-                        "README.md": "generator"}
+    assert left_out == {"src/x.tmp.md": "site_exclude", "src/private/a.md": "site_exclude", "src/drafts/b.md": "draft",
+                        "README.md": "outside_content"}
 
 
 def test_the_code_documents_folder_is_never_left_out(tmp_path):
@@ -161,3 +161,38 @@ def test_the_stat_level_walk_leaves_out_what_discovery_does(tmp_path):
     left_out: dict[str, str] = {}
     paths, errors = iter_markdown_files(tmp_path, left_out=left_out)
     assert [Path(p).name for p in paths] == ["a.md"] and errors == [] and left_out == {"b.md": "ragignore"}
+
+
+def test_starlight_partials_and_its_404_page_are_no_pages(tmp_path):
+    """Issue 42, item 1. Starlight's docs loader reads `**/[^_]*.md`: a `_name.md` file is a partial, a
+    `_folder/` is read (Astro's legacy collections, with no src/content.config.*, leave both out); its
+    `404.md` is the 404 route (unless `disable404Route`)."""
+    (tmp_path / "astro.config.mjs").write_text("export default { integrations: [starlight({ title: 'X' })] };\n")
+    (tmp_path / "src" / "content.config.ts").parent.mkdir(parents=True)
+    (tmp_path / "src" / "content.config.ts").write_text("export const collections = {};\n")
+    for page in ("src/content/docs/index.mdx", "src/content/docs/_fragment.mdx", "src/content/docs/guides/_cta.md",
+                 "src/content/docs/_it/guida.md", "src/content/docs/404.md", "src/content/docs/guides/404.md"):
+        write(tmp_path, page)
+    pages, left_out = found(tmp_path)
+    assert pages == ["src/content/docs/_it/guida.md", "src/content/docs/guides/404.md", "src/content/docs/index.mdx"]
+    assert left_out == {"src/content/docs/_fragment.mdx": "partial", "src/content/docs/guides/_cta.md": "partial",
+                        "src/content/docs/404.md": "error_page"}
+    (tmp_path / "src" / "content.config.ts").unlink()  # legacy collections: `_` folders are left out too
+    assert found(tmp_path)[1]["src/content/docs/_it/guida.md"] == "partial"
+    (tmp_path / "astro.config.mjs").write_text(
+        "export default { integrations: [starlight({ title: 'X', disable404Route: true })] };\n")
+    assert "src/content/docs/404.md" in found(tmp_path)[0]
+
+
+def test_docusaurus_content_plugins_their_excludes_and_the_folders_no_plugin_reads(tmp_path):
+    (tmp_path / "docusaurus.config.js").write_text(
+        "module.exports = { presets: [['classic', { docs: { exclude: ['**/*.wip.md', 'internal/**'] }, blog: false }]],\n"
+        "  plugins: [[require.resolve('@docusaurus/plugin-content-docs'), { id: 'api', path: 'api-docs' }]] };\n")
+    for page in ("docs/intro.md", "docs/a.wip.md", "docs/internal/x.md", "api-docs/ref.md", "blog/post.md",
+                 "meetup/2024.md", "src/pages/about.md", "src/pages/404.md", "src/pages/_part.md"):
+        write(tmp_path, page)
+    pages, left_out = found(tmp_path)
+    assert pages == ["api-docs/ref.md", "docs/intro.md", "src/pages/about.md"]
+    assert left_out == {"docs/a.wip.md": "site_exclude", "docs/internal/x.md": "site_exclude",
+                        "blog/post.md": "outside_content", "meetup/2024.md": "outside_content",
+                        "src/pages/404.md": "error_page", "src/pages/_part.md": "partial"}

@@ -175,9 +175,10 @@ def test_component_settings_and_their_errors(tmp_path, monkeypatch):
 def test_component_scope_attributes_reach_the_corpus_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CORPORA_DIR", str(tmp_path / "corpora"))
     corpus = MarkdownCorpus(docs_dir="site", exclude="blog/**;*.draft.md", include="docs/**", ignore_files=False,
-                            skip_frontmatter_keys="draft", languages="en,es", default_language="en"
+                            skip_frontmatter_keys="draft", languages="en,es", default_language="en", versions="all"
                             ).corpus(tmp_path / "defs" / "site", tmp_path, Settings.from_env)
     settings = corpus.settings()
+    assert settings.versions == "all"
     assert (settings.exclude, settings.include, settings.ignore_files) == ("blog/**;*.draft.md", "docs/**", False)
     assert (settings.skip_frontmatter_keys, settings.languages, settings.default_language) == ("draft", "en,es", "en")
     with pytest.raises(ConfigurationError, match="RAG_LANGUAGES"):

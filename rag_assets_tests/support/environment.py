@@ -6,7 +6,7 @@ from pathlib import Path
 
 # Choices a developer may have exported that must not leak into a test's own setup.
 USER_CHOICES = ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-                "RAG_LANGUAGES", "RAG_DEFAULT_LANGUAGE", "RAG_INCLUDE", "RAG_EXCLUDE", "RAG_IGNORE_FILES")
+                "RAG_LANGUAGES", "RAG_DEFAULT_LANGUAGE", "RAG_VERSIONS", "RAG_INCLUDE", "RAG_EXCLUDE", "RAG_IGNORE_FILES")
 
 
 def state_env(root: Path) -> dict[str, str]:
