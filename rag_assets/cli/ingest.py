@@ -199,7 +199,10 @@ def print_interrupted(stopped, as_json: bool) -> int:
 
 
 def print_left_out(summary) -> None:
-    """What the corpus's scope left out, by reason, and how to bring translations in."""
+    """What the corpus's scope left out, by reason, where its languages came from, and how to bring
+    translations in (named when few)."""
+    if summary.languages_from:
+        print(f"languages: from {summary.languages_from}")
     if not summary.left_out:
         return
     reasons = ", ".join(f"{n} {reason}" for reason, n in summary.left_out.items())
@@ -207,7 +210,10 @@ def print_left_out(summary) -> None:
           + (f" (the corpus's language: {summary.default_language})" if summary.default_language else ""))
     translations = summary.left_out.get("translation")
     if translations:
-        print(f"  {translations} translated page(s) not indexed: `rag ingest --languages all` (or RAG_LANGUAGES=all, "
+        named = summary.translations_left_out
+        print(f"  {translations} translated page(s) not indexed"
+              + (f" ({', '.join(named)})" if named else "")
+              + ": `rag ingest --languages all` (or RAG_LANGUAGES=all, "
               "or codes: RAG_LANGUAGES=en,es) indexes them too")
 
 

@@ -162,7 +162,8 @@ def _out_of_scope(changes: Changes, doc_paths: list[str], sites, scope: ScopeSet
         return
     if not (scope.default_language or default_language):
         scope = dc_replace(scope, languages=(scope_mod.ALL_LANGUAGES,))  # the default is the catalog run's to find
-    scoped = scope_mod.apply(refs, languages.detect_layout(doc_paths, sites),
+    facts = {r.doc_path: scope_mod.PageFacts.parse(r.facts) for r in refs}  # the others' are the catalog run's
+    scoped = scope_mod.apply(refs, languages.detect_layout(doc_paths, sites, facts),
                              dc_replace(scope, default_language=scope.default_language or default_language))
     if not scoped.left_out:
         return

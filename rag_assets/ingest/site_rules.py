@@ -108,6 +108,7 @@ class Site:
     root: str  # "" = the docs folder, else the doc path of its folder
     content: tuple[str, ...]  # content folders below the docs folder ("" = all of root)
     config: dict = field(default_factory=dict, hash=False, compare=False)
+    config_file: str = field(default="", compare=False)  # the configuration read, relative to the site's root
 
 
 def _rel(base: str, name: str) -> str:
@@ -147,19 +148,21 @@ def _site_at(directory: Path, rel: str, entries: dict) -> Site | None:
     names = set(entries)
     if "docs.json" in names or "mint.json" in names:
         config = _read_config(directory / ("docs.json" if "docs.json" in names else "mint.json"))
-        return Site("mintlify", rel, (rel,), config)
+        return Site("mintlify", rel, (rel,), config, "docs.json" if "docs.json" in names else "mint.json")
     docusaurus = _script_named(directory, names, "docusaurus.config")
     if docusaurus is not None:
-        return Site("docusaurus", rel, (rel,), _script_config(docusaurus))
+        return Site("docusaurus", rel, (rel,), _script_config(docusaurus), docusaurus.name)
     if ".vitepress" in names:
         vitepress = directory / ".vitepress"
         found = _script_named(vitepress, _names(vitepress), "config") or _script_named(
             vitepress / "config", _names(vitepress / "config"), "index")
-        return Site("vitepress", rel, (rel,), _script_config(found) if found else {})
+        return Site("vitepress", rel, (rel,), _script_config(found) if found else {},
+                    found.relative_to(directory).as_posix() if found else "")
     if "mkdocs.yml" in names or "mkdocs.yaml" in names:
         config = _read_yaml(directory / ("mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml"))
         docs_dir = str(config.get("docs_dir") or "docs").strip("/") if isinstance(config, dict) else "docs"
-        return Site("mkdocs", rel, (_rel(rel, docs_dir),), config if isinstance(config, dict) else {})
+        return Site("mkdocs", rel, (_rel(rel, docs_dir),), config if isinstance(config, dict) else {},
+                    "mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml")
     hugo = next((n for n in ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json") if n in names), None)
     if hugo is None and "config.toml" in names and "content" in names and "archetypes" in names:
         hugo = "config.toml"
@@ -169,10 +172,10 @@ def _site_at(directory: Path, rel: str, entries: dict) -> Site | None:
         for lang in (config.get("languages") or {}).values():
             if isinstance(lang, dict) and lang.get("contentDir"):
                 content.add(str(lang["contentDir"]))
-        return Site("hugo", rel, tuple(sorted(_rel(rel, c.strip("/")) for c in content)), config)
+        return Site("hugo", rel, tuple(sorted(_rel(rel, c.strip("/")) for c in content)), config, hugo)
     astro = _script_named(directory, names, "astro.config")
     if astro is not None and (directory / "src" / "content" / "docs").is_dir():
-        return Site("starlight", rel, (_rel(rel, "src/content/docs"),), _script_config(astro))
+        return Site("starlight", rel, (_rel(rel, "src/content/docs"),), _script_config(astro), astro.name)
     return None
 
 
