@@ -11,6 +11,7 @@ from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, library_log
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.errors import ConfigurationError
 from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode
+from rag_assets.vocabulary.site import url_of
 
 
 def add_parser(sub) -> None:
@@ -79,7 +80,7 @@ def run(args) -> int:
             indent=2, ensure_ascii=False,
         ))
     else:
-        print_results([r.as_dict() for r in results], mode, filters, avg, meets, threshold)
+        print_results([with_metadata(r) for r in results], mode, filters, avg, meets, threshold)
     return EXIT_OK
 
 
@@ -88,7 +89,7 @@ def print_results(results: list[dict], mode: str, filters, avg: float, meets: bo
     for rank, r in enumerate(results, 1):
         crumb = r["heading_breadcrumb"] or r["section"]
         rel = f" cos {r['relevance']:.3f}" if r.get("relevance") is not None and mode != RetrievalMode.VECTOR else ""
-        print(f"{rank}. [{r['score']:.3f}{rel}] {r['doc_path']} — {crumb}")
+        print(f"{rank}. [{r['score']:.3f}{rel}] {r['doc_path']} — {crumb}{_published(r)}")
         snippet = " ".join(r["text"].split())[:240]
         print(f"   {snippet}")
     if not results:
@@ -96,6 +97,17 @@ def print_results(results: list[dict], mode: str, filters, avg: float, meets: bo
     elif not meets:
         print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
               "the indexed documents probably do not answer this)")
+
+
+def _published(result: dict) -> str:
+    """ <URL>: where a result's page is published, when its folder is a docs site (its metadata's `url`)."""
+    url = url_of(result.get("metadata"))
+    return f" <{url}>" if url else ""
+
+
+def with_metadata(result) -> dict:
+    """A SearchResult as the text output reads it: its dict (SearchResult.as_dict) and its metadata."""
+    return {**result.as_dict(), "metadata": result.metadata}
 
 
 def run_across(args, names: list[str]) -> int:
@@ -148,14 +160,15 @@ def run_across(args, names: list[str]) -> int:
                          "corpus_score": round(float(hit.result.score), 6)} for hit in merged],
         }, indent=2, ensure_ascii=False))
         return EXIT_OK
-    print_across([{**hit.result.as_dict(), "corpus": hit.corpus, "score": hit.score} for hit in merged])
+    print_across([{**with_metadata(hit.result), "corpus": hit.corpus, "score": hit.score} for hit in merged])
     return EXIT_OK
 
 
 def print_across(results: list[dict]) -> None:
     """The text output of one ranking over several corpora, local or from a server."""
     for rank, r in enumerate(results, 1):
-        print(f"{rank}. [{r['score']:.4f}] {r['corpus']}: {r['doc_path']} — {r['heading_breadcrumb'] or r['section']}")
+        print(f"{rank}. [{r['score']:.4f}] {r['corpus']}: {r['doc_path']} — {r['heading_breadcrumb'] or r['section']}"
+              f"{_published(r)}")
         print(f"   {' '.join(r['text'].split())[:240]}")
     if not results:
         print("no results (are the corpora indexed? `rag corpora`)")
