@@ -38,27 +38,12 @@ FUNCTION_WORDS = {
           "should been into than about only each were can does how",
     "es": "el los las pero también cuando muy hay puede usted ustedes esto estos sus cómo qué tiene aquí "
           "mediante",
-    "fr": "les des est une pour dans avec vous votre sont cette aux du nous peut être sur pas ces leur "
-          "sera fait",
+    "fr": "les des est une pour dans avec vous votre sont cette aux nous peut être sur pas ces leur sera fait",
     "de": "der das und ist nicht mit sie ein eine den dem auf für sich auch werden wird oder kann wenn "
           "sind zum zur",
     "it": "della che sono questo questa anche nel degli delle gli è essere hanno più perché quando sulla "
           "nella dei può viene",
     "pt": "não você são também pelo pela seu sua ao isso essa uma às foi já muito pode",
-    "nl": "het een van zijn niet voor met op dat ook maar worden wordt deze bij naar kunt uw wij",
-}
-_WORDS = {
-    "en": "the and this that with you your are from have has which when what they their these there would "
-          "should been into than about only each were will can does how",
-    "es": "el los las del por para pero está también cuando muy hay puede desde usted esto estos sus cómo "
-          "qué sólo ser son tiene",
-    "fr": "les des est une pour dans avec vous votre sont cette aux du mais nous peut être sur pas ces "
-          "leur sera fait",
-    "de": "der die das und ist nicht mit sie ein eine den dem auf für sich auch werden wird oder kann wenn "
-          "sind zum zur",
-    "it": "della che sono questo questa anche nel degli delle gli è essere hanno più perché quando sulla "
-          "nella dei può viene",
-    "pt": "não você são também os do da dos das em com pelo pela mais seu sua ao isso essa está uma",
     "nl": "het een van zijn niet voor met op dat ook maar worden wordt deze bij naar kunt uw wij",
 }
 _WORDS = {code: frozenset(words.split()) for code, words in FUNCTION_WORDS.items()}

@@ -14,3 +14,11 @@ def test_english_full_of_italian_dish_names_is_not_italian():
     """A character model reads dish names as Italian; the grammar around them is English."""
     assert detect(MENU) != "it" and detect(DISHES) != "it"
     assert read(MENU).hint != "it" and read(DISHES).hint != "it"
+
+
+def test_a_word_two_languages_share_does_not_make_a_text_mixed():
+    """German's informal "du" is French's "du": a German page that says "du" is German."""
+    informal = ("Wenn du Astro zum ersten Mal installierst, brauchst du eine aktuelle Version von Node.js. Danach "
+                "kannst du mit einem einzigen Befehl ein neues Projekt erstellen, und du wählst eine Vorlage aus. "
+                "Du findest alle Dateien in deinem neuen Ordner und startest den Server, sobald du bereit bist.")
+    assert detect(informal) == "de"
