@@ -98,11 +98,21 @@ class PageFacts:
         return next((v for k, v in self.said if k == key), "")
 
 
+# what is read first: a frontmatter longer than this is read from the whole head (a draft flag after
+# 64 KB of keys is still seen), without copying a large page's text for the usual short header
+FIRST_READ = 64_000
+
+
 def facts_of(head: str) -> PageFacts:
     """The facts of a page from its start (its first MiB: the frontmatter, and the prose of its text)."""
-    text = head.replace("\r\n", "\n")
+    text = head[:FIRST_READ].replace("\r\n", "\n")
     try:
-        front = frontmatter.split_frontmatter(text, "")
+        try:
+            front = frontmatter.split_frontmatter(text, "")
+        except DocumentError:
+            if len(head) <= FIRST_READ:
+                raise
+            front = frontmatter.split_frontmatter(head.replace("\r\n", "\n"), "")
         meta, body, kind = front.meta, front.body, front.format
     except DocumentError:  # the parse stage reports it by name; nothing is decided from it here
         meta, body, kind = {}, text.lstrip("\ufeff"), ""

@@ -126,3 +126,11 @@ def test_facts_of_an_older_version_are_read_again_once(tmp_path, monkeypatch):
     assert opened == ["draft.md"] and again.left_out == {"draft.md": "draft"}
     opened.clear()
     assert discover(tmp_path, known=again).left_out == {"draft.md": "draft"} and opened == []  # once
+
+
+def test_a_draft_after_a_long_frontmatter_is_seen(tmp_path):
+    """The facts are read from the first 64 KB, and from the page's first MiB when its header runs longer."""
+    padding = "".join(f"note{i:05}: {'x' * 60}\n" for i in range(1500))  # ~100 KB of keys
+    write(tmp_path, "long.md", f"---\n{padding}draft: true\n---\n# Long\n\n{EN}\n")
+    write(tmp_path, "kept.md", f"# Kept\n\n{EN}\n")
+    assert scoped(tmp_path) == (["kept.md"], {"long.md": "draft"})
