@@ -373,6 +373,9 @@ class Settings:
                 except ValueError:  # pathspec's GitIgnorePatternError is one
                     raise ConfigurationError(f"{ENV_VARS[name]}: {glob!r} is not a glob in gitignore syntax "
                                              "(separate globs with ';')") from None
+                outside = _outside_folder(glob, Path(self.docs_dir))
+                if outside:
+                    raise ConfigurationError(f"{ENV_VARS[name]} (--{name}): {glob!r} {outside}")
         if self.embedder not in (LOCAL_EMBEDDER, OPENAI_EMBEDDER):
             raise ConfigurationError(
                 f"RAG_EMBEDDER must be '{LOCAL_EMBEDDER}' or '{OPENAI_EMBEDDER}', got {self.embedder!r}"
@@ -550,6 +553,26 @@ GROUPS: dict[str, type] = {
 
 
 # field name -> environment variable
+
+def _outside_folder(glob: str, docs_dir: Path) -> str | None:
+    """Why a RAG_INCLUDE / RAG_EXCLUDE glob cannot match a page below the docs folder (it would empty the
+    corpus, or leave out nothing, silently); None when it can. A leading "/" anchors a gitignore glob at
+    the docs folder (``/guides/``): it is an absolute path only when it names a folder of the machine's
+    root that the docs folder does not hold (``/home/me/docs/guides/**``)."""
+    pattern = glob.lstrip("!")
+    root = docs_dir.resolve()
+    relative = f"patterns are relative to the docs folder ({root})"
+    if ".." in pattern.replace("\\", "/").split("/"):
+        return f"reaches above the docs folder ('..'), which a pattern never matches: {relative}"
+    if re.match(r"^(~|[A-Za-z]:[\\/])", pattern):
+        return f"is an absolute path: {relative}"
+    if pattern.startswith("/"):
+        first = pattern.lstrip("/").split("/", 1)[0]
+        if first and not (root / first).exists() and Path("/" + first).exists():
+            within = pattern.startswith(str(root) + "/") and pattern[len(str(root)) + 1:]
+            return f"is an absolute path: {relative}" + (f"; write {within!r}" if within else "")
+    return None
+
 ENV_VARS: dict[str, str] = {
     "docs_dir": "RAG_DOCS_DIR",
     "chroma_path": "RAG_CHROMA_PATH",

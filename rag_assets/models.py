@@ -6,6 +6,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+# the version of what a page says of itself as the catalog keeps it (rag_assets.ingest.page_facts): facts
+# of another version are read again, once, from the page
+FACTS_VERSION = "v2"
+
 
 @dataclass(frozen=True)
 class DocumentRef:
@@ -27,7 +31,7 @@ class DocumentRef:
     file_hash: str = ""  # sha-256 of the file's own bytes ("" = content_hash)
     imports: str = ""  # local markdown files it imports, as written in the file, "\n"-separated
     # the page's language as its corpus's scope resolved it (rag_assets.ingest.scope), and what the
-    # page says of itself (frontmatter flags, declared and detected language: scope.PageFacts)
+    # page says of itself (frontmatter flags, declared and detected language: page_facts.PageFacts)
     language: str = ""
     facts: str = ""
     # where the page sits in its site and what its address is made of (rag_assets.ingest.site_urls: JSON
@@ -38,7 +42,7 @@ class DocumentRef:
         """The file behind this ref is (as far as a stat can tell) the version that was hashed."""
         # a ref recorded before file_hash/imports existed is read again once, to learn them
         return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size_bytes, self.mtime_ns, self.inode) and self.mtime_ns != 0 \
-            and self.file_hash != "" and self.facts != ""
+            and self.file_hash != "" and self.facts.startswith(FACTS_VERSION + "|")
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Catalog:
     left_out_refs: list[DocumentRef] = field(default_factory=list)
     default_language: str = ""
     languages: dict[str, int] = field(default_factory=dict)  # pages found per language
+    languages_from: str = ""  # where the languages came from ("docusaurus.config.js i18n (default en; fr)")
 
     def by_partition_key(self) -> dict[str, DocumentRef]:
         return {d.partition_key: d for d in self.documents}
@@ -150,6 +155,8 @@ class IngestSummary:
     # pages found but out of the corpus's scope, by reason (rag_assets.ingest.scope), and its default language
     left_out: dict[str, int] = field(default_factory=dict)
     default_language: str = ""
+    languages_from: str = ""  # where the languages came from (the configuration read, or the pages' text)
+    translations_left_out: list[str] = field(default_factory=list)  # named when few (scope.NAMED_TRANSLATIONS)
     # stopped by Ctrl-C / SIGTERM ("SIGINT" / "SIGTERM"; "" = it ran to its end): the documents it did
     # not index and that did not fail are not started (not failed); the next `rag ingest` does them
     interrupted: str = ""

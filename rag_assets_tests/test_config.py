@@ -7,7 +7,10 @@ from collections import Counter
 from dataclasses import fields, replace
 from pathlib import Path
 
+import pytest
+
 from rag_assets.config import GROUPS, Settings
+from rag_assets.errors import ConfigurationError
 
 # sha256(repr(Settings())): the no-op check digests repr(settings) (rag_assets.orchestration.noop_check.
 # noop_base), so a change here re-runs every user's next no-op ingest. The groups (75f2c7c) left it as it
@@ -47,3 +50,17 @@ def test_the_groups_leave_the_settings_digest_equality_and_copies_as_they_were()
     assert other.chunking.chunk_max_tokens == 150 and other.paths.docs_dir == Path("/elsewhere")
     assert settings.chunking.chunk_max_tokens == 140
     assert pickle.loads(pickle.dumps(settings)).retrieval == settings.retrieval
+
+
+def test_include_and_exclude_globs_outside_the_docs_folder_are_errors_naming_them(tmp_path):
+    """An absolute or `../` glob never matches a page: it would empty the corpus (or leave out nothing) silently."""
+    (tmp_path / "guides").mkdir()
+    base = {"RAG_DOCS_DIR": str(tmp_path)}
+    with pytest.raises(ConfigurationError, match=r"RAG_INCLUDE \(--include\): '\.\./other/\*\*' reaches above the docs folder"):
+        Settings.from_env({**base, "RAG_INCLUDE": "../other/**"})
+    with pytest.raises(ConfigurationError) as err:
+        Settings.from_env({**base, "RAG_EXCLUDE": f"drafts/;{tmp_path}/guides/**"})
+    assert f"'{tmp_path}/guides/**' is an absolute path: patterns are relative to the docs folder ({tmp_path}); " \
+           "write 'guides/**'" in str(err.value) and "RAG_EXCLUDE (--exclude)" in str(err.value)
+    # a leading "/" anchors a glob at the docs folder, as in .gitignore
+    assert Settings.from_env({**base, "RAG_INCLUDE": "/guides/**;guides/*.md"}).include == "/guides/**;guides/*.md"

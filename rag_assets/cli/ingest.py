@@ -205,8 +205,10 @@ def print_interrupted(stopped, as_json: bool, corpus: str = "default") -> int:
 
 
 def print_left_out(summary, corpus: str = "default") -> None:
-    """What the corpus's scope left out, by reason, where the pages are listed, and how to bring
-    translations in."""
+    """What the corpus's scope left out, by reason, where the pages are listed, where its languages came
+    from, and how to bring translations in (named when few)."""
+    if summary.languages_from:
+        print(f"languages: from {summary.languages_from}")
     if not summary.left_out:
         return
     reasons = ", ".join(f"{n} {reason}" for reason, n in summary.left_out.items())
@@ -215,7 +217,10 @@ def print_left_out(summary, corpus: str = "default") -> None:
     print(f"  each page and why: `rag corpora --left-out {corpus}` (and the document_catalog run's left_out_pages in the UI)")
     translations = summary.left_out.get("translation")
     if translations:
-        print(f"  {translations} translated page(s) not indexed: `rag ingest --languages all` (or RAG_LANGUAGES=all, "
+        named = summary.translations_left_out
+        print(f"  {translations} translated page(s) not indexed"
+              + (f" ({', '.join(named)})" if named else "")
+              + ": `rag ingest --languages all` (or RAG_LANGUAGES=all, "
               "or codes: RAG_LANGUAGES=en,es) indexes them too")
     versions = sum(summary.left_out.get(r, 0) for r in ("older_version", "unreleased_version"))
     if versions:

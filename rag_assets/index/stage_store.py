@@ -249,8 +249,9 @@ class StageStore:
 
     def read_scope(self) -> dict | None:
         """What the last look at the folder left out: {"left_out": {reason: pages}, "documents_left_out",
-        "default_language", "languages": {code: pages}, "pages": {doc path: reason}, "page_languages":
-        {doc path: language} (the translations'; absent when recorded by an earlier version)}; None before any."""
+        "default_language", "languages": {code: pages}, "languages_from", "pages": {doc path: reason},
+        "page_languages": {doc path: language} (the translations'; absent when recorded by an earlier
+        version)}; None before any."""
         raw = self.db.get_meta(_SCOPE)
         try:
             return json.loads(raw) if raw else None
@@ -349,6 +350,7 @@ class StageStore:
         catalog.left_out_languages = dict(scope.get("page_languages") or {})
         catalog.left_out_read = [r.doc_path for r in catalog.left_out_refs]
         catalog.default_language = str(scope.get("default_language") or "")
+        catalog.languages_from = str(scope.get("languages_from") or "")
         return catalog
 
 
@@ -359,6 +361,7 @@ def scope_record(catalog: Catalog) -> dict:
         counts[reason] = counts.get(reason, 0) + 1
     return {"left_out": dict(sorted(counts.items(), key=lambda kv: -kv[1])), "documents_left_out": len(catalog.left_out),
             "default_language": catalog.default_language, "languages": catalog.languages,
+            "languages_from": catalog.languages_from,
             "pages": dict(sorted(catalog.left_out.items())),
             "page_languages": dict(sorted(catalog.left_out_languages.items())),
             "read": [asdict(r) for r in catalog.left_out_refs]}

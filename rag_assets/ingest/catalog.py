@@ -8,6 +8,7 @@ Removing a whole index is therefore refused unless asked for explicitly.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -67,11 +68,16 @@ def deletion_refusal(
     too_many = indexed > min_documents and gone / indexed > max_share
     if not (everything or too_many):
         return None
-    found = len(catalog.documents)
+    left = len(catalog.left_out)
+    found = len(catalog.documents) + left
+    reasons = ", ".join(f"{n} {reason}" for reason, n in Counter(catalog.left_out.values()).most_common())
     return (
         f"refusing to remove {gone} of {indexed} indexed documents: the docs folder {catalog.docs_dir} now holds "
         f"{found} markdown file{'s' if found != 1 else ''}"
         + (" (is it the right folder, and is it mounted?)" if found == 0 else "")
+        # an ignore file or a scope setting that leaves out what was indexed is not an empty folder
+        + (f", {'all ' if left == found else ''}{left} of them left out of the corpus's scope ({reasons}: "
+           "ignore files, the generator's rules, RAG_INCLUDE/RAG_EXCLUDE, RAG_LANGUAGES)" if left else "")
         + f"; nothing was removed (new and changed documents are indexed); {OPT_IN}"
     )
 

@@ -163,7 +163,8 @@ def _out_of_scope(changes: Changes, doc_paths: list[str], rules, scope: ScopeSet
         return
     if not (scope.default_language or default_language):
         scope = dc_replace(scope, languages=(scope_mod.ALL_LANGUAGES,))  # the default is the catalog run's to find
-    layout = languages.detect_layout(doc_paths, rules.sites)
+    facts = {r.doc_path: scope_mod.PageFacts.parse(r.facts) for r in refs}  # the others' are the catalog run's
+    layout = languages.detect_layout(doc_paths, rules.sites, facts)
     scoped = scope_mod.apply(refs, layout, dc_replace(scope, default_language=scope.default_language or default_language))
     placed = {r.doc_path: r for r in site_urls.place_all(refs, rules.sites, rules.versions, layout)}
     changes.added = [placed[r.doc_path] for r in changes.added]

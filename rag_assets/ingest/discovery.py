@@ -28,14 +28,13 @@ from rag_assets.ingest import languages, scope as scope_mod, site_urls, snippets
 from rag_assets.ingest.files import DocumentTooLarge, NotARegularFile, check_regular_file, open_regular  # noqa: F401 - callers import them from here too
 from rag_assets.ingest.scope import ScopeSettings
 from rag_assets.ingest.site_rules import NEVER_WALKED, SiteRules
-from rag_assets.models import Catalog, DiscoveryError, DocumentRef
+from rag_assets.models import FACTS_VERSION, Catalog, DiscoveryError, DocumentRef
 
 MARKDOWN_SUFFIXES = (".md", ".mdx")
 # A page's snippet imports are looked for in its first MiB (MDX puts its imports at the top); past that a
 # multi-megabyte file is hashed in blocks without being held whole.
 IMPORT_SCAN_BYTES = 1 << 20
-# what a page says of itself (its frontmatter, its text's language) is read from its start
-FACTS_SCAN_CHARS = 64_000
+# what a page says of itself (its frontmatter, its text's language) is read from the same first MiB
 # Dagster refuses these inside partition keys ("..." is its range syntax); see partition_key_for.
 _INVALID_KEY_SUBSTRINGS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
 _INVALID_KEY_CHARS = ("|", ",", "[", "]")
@@ -84,7 +83,8 @@ def stat_look_of(catalog: Catalog) -> StatLook | None:
     """What stat_look() would give for the folder exactly as `catalog` fingerprinted it; None when
     a stat cannot tell (snippet files left out of the catalog, a ref hashed before stats were kept)."""
     files = [*catalog.documents, *catalog.left_out_refs]  # the pages read and left out are files of the look too
-    if catalog.excluded or any(d.mtime_ns == 0 or d.file_hash == "" or d.facts == "" for d in files) \
+    if catalog.excluded or any(d.mtime_ns == 0 or d.file_hash == "" or not d.facts.startswith(FACTS_VERSION + "|")
+                               for d in files) \
             or set(catalog.left_out_read) - {d.doc_path for d in catalog.left_out_refs}:
         return None
     return StatLook(catalog.docs_dir, [(d.doc_path, d.size_bytes, d.mtime_ns, d.inode) for d in files],
@@ -127,14 +127,16 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
             errors.append(_refusal(doc_path, exc))
     documents.sort(key=lambda d: d.doc_path)
     documents, excluded = snippets.apply_to_catalog(documents, index_snippets)
-    layout = languages.detect_layout([d.doc_path for d in documents], rules.sites)
+    layout = languages.detect_layout([d.doc_path for d in documents], rules.sites,
+                                     {d.doc_path: scope_mod.PageFacts.parse(d.facts) for d in documents})
     scoped = scope_mod.apply(documents, layout, scope)
     placed = site_urls.place_all(scoped.documents, rules.sites, rules.versions, layout)
     return Catalog(docs_dir=str(root), documents=placed, errors=errors, excluded=excluded,
                    left_out={**left_out, **scoped.left_out}, left_out_languages=scoped.left_out_languages,
                    left_out_read=sorted(scoped.left_out),
                    left_out_refs=[d for d in documents if d.doc_path in scoped.left_out],
-                   default_language=scoped.default_language, languages=dict(scoped.languages.most_common()))
+                   default_language=scoped.default_language, languages=dict(scoped.languages.most_common()),
+                   languages_from=scoped.languages_from)
 
 
 def site_rules_for(docs_dir: Path, scope: ScopeSettings | None) -> SiteRules:
@@ -357,7 +359,7 @@ def _fingerprint(path: Path | str, doc_path: str, max_file_bytes: int) -> Docume
         inode=stat.st_ino,
         file_hash=digest.hexdigest(),
         imports=imports,
-        facts=scope_mod.facts_of(text[:FACTS_SCAN_CHARS]).format(),
+        facts=scope_mod.facts_of(text).format(),
     )
 
 

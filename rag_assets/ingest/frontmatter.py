@@ -1,4 +1,9 @@
-"""Frontmatter: decode a markdown file and split its YAML header from its body.
+"""Frontmatter: decode a markdown file and split its header from its body.
+
+Every format the generators write is read: YAML between ``---`` lines (all of them), TOML between ``+++``
+lines (Hugo; what ``hugo new`` writes) and a JSON object at the very start (Hugo), after an optional UTF-8
+byte-order mark. A page that opens one and never closes it, or whose header does not parse, fails by name
+and line; a ``{`` that does not open a JSON object (an MDX expression such as ``{/* note */}``) is body.
 
 Decoding policy: UTF-8, with or without a byte-order mark (the BOM is dropped). Anything else
 fails that document rather than guessing an encoding: a UTF-16 BOM -> "UTF-16 text, not UTF-8";
@@ -24,7 +29,10 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import json
 import re
+import tomllib
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -37,6 +45,8 @@ from rag_assets.models import DocumentRef, ParsedDocument
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _H1_RE = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _DELIMITER = "---"
+_TOML_DELIMITER = "+++"
+_JSON_START = re.compile(r'\{\s*("|\})')  # a JSON object's first key (or an empty object), not an MDX expression
 
 # Real frontmatter reuses an anchor a handful of times; these bounds leave room for that and for
 # large generated headers while keeping the worst case to ~100 k copied values (milliseconds).
@@ -75,8 +85,8 @@ def read_document(ref: DocumentRef) -> ParsedDocument:
 
 
 def parse_document(text: str, ref: DocumentRef) -> ParsedDocument:
-    header, body, body_start_line = _split_header(text, ref.doc_path)
-    meta = _load_yaml(header, ref.doc_path) if header is not None else {}
+    front = split_frontmatter(text, ref.doc_path)
+    meta, body, body_start_line = dict(front.meta), front.body, front.body_start_line
     title = _scalar_text(meta.pop("title", None)) or first_h1(body) or PurePosixPath(ref.doc_path).stem
     description = _scalar_text(meta.pop("description", None)) or ""
     tags = _tags(meta.pop("tags", None))
@@ -98,14 +108,89 @@ def parse_document(text: str, ref: DocumentRef) -> ParsedDocument:
     )
 
 
-def _split_header(text: str, doc_path: str) -> tuple[str | None, str, int]:
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip() != _DELIMITER:
-        return None, text, 1
-    for i in range(1, len(lines)):
-        if lines[i].rstrip() in (_DELIMITER, "..."):
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), i + 2
-    raise DocumentError(doc_path, "frontmatter opened with '---' is never closed", line=1)
+@dataclass(frozen=True)
+class Frontmatter:
+    """A page's header as data, its body, and where that body starts."""
+
+    meta: dict[str, Any]
+    body: str
+    body_start_line: int  # 1-based line of the file
+    format: str = ""  # "yaml" | "toml" | "json" | "" (none)
+
+
+def split_frontmatter(text: str, doc_path: str) -> Frontmatter:
+    """The frontmatter of a page's text (LF line ends) in any format a generator writes; a DocumentError
+    names the file and line when a header is opened and never closed, or does not parse."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    first = text.split("\n", 1)[0].rstrip()
+    if first == _DELIMITER:
+        header, body, start = _between(text, _DELIMITER, ("...",), doc_path)
+        return Frontmatter(_load_yaml(header, doc_path), body, start, "yaml")
+    if first == _TOML_DELIMITER:
+        header, body, start = _between(text, _TOML_DELIMITER, (), doc_path)
+        return Frontmatter(_load_toml(header, doc_path), body, start, "toml")
+    if _JSON_START.match(text):
+        return _json_header(text, doc_path)
+    return Frontmatter({}, text, 1)
+
+
+def _between(text: str, delimiter: str, also_closing: tuple[str, ...], doc_path: str) -> tuple[str, str, int]:
+    """The header between the first line and the next line that closes it (found without splitting the
+    whole page: facts are read from a page's first MiB), the body after it, the body's first line."""
+    closing = "|".join(re.escape(d) for d in (delimiter, *also_closing))
+    start = text.find("\n") + 1
+    match = re.compile(rf"^(?:{closing})[ \t]*$", re.MULTILINE).search(text, start) if start else None
+    if match is None:
+        raise DocumentError(doc_path, f"frontmatter opened with '{delimiter}' is never closed", line=1)
+    body_at = match.end() + 1
+    return text[start : match.start()].removesuffix("\n"), text[body_at:], text.count("\n", 0, match.start()) + 2
+
+
+def _load_toml(header: str, doc_path: str) -> dict[str, Any]:
+    try:
+        loaded = tomllib.loads(header)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib says "(at line N, column M)" of the header: the file's line is one more
+        message = re.sub(r"\(at line (\d+)", lambda m: f"(at line {int(m.group(1)) + 1}", str(exc))
+        line = re.search(r"at line (\d+)", message)
+        raise DocumentError(doc_path, f"invalid TOML frontmatter: {message}",
+                            line=int(line.group(1)) if line else None) from None
+    except RecursionError:
+        raise DocumentError(doc_path, f"frontmatter nested too deeply (limit {MAX_DEPTH} levels)") from None
+    _check_depth(loaded, doc_path)
+    return loaded
+
+
+def _json_header(text: str, doc_path: str) -> Frontmatter:
+    try:
+        loaded, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentError(doc_path, f"invalid JSON frontmatter: {exc.msg}", line=exc.lineno) from None
+    except RecursionError:
+        raise DocumentError(doc_path, f"frontmatter nested too deeply (limit {MAX_DEPTH} levels)") from None
+    if not isinstance(loaded, dict):
+        raise DocumentError(doc_path, "JSON frontmatter must be an object", line=1)
+    _check_depth(loaded, doc_path)
+    rest = text[end:]
+    newline = rest.find("\n")
+    if rest[: newline if newline >= 0 else len(rest)].strip():
+        raise DocumentError(doc_path, "JSON frontmatter must end its line with its closing '}'",
+                            line=text.count("\n", 0, end) + 1)
+    consumed = end + (newline + 1 if newline >= 0 else len(rest))
+    return Frontmatter({str(k): v for k, v in loaded.items()}, text[consumed:], text.count("\n", 0, consumed) + 1,
+                       "json")
+
+
+def _check_depth(value: Any, doc_path: str) -> None:
+    """TOML and JSON headers share YAML's nesting bound (they have no aliases to bound)."""
+    level, depth = [value], 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise DocumentError(doc_path, f"frontmatter nested more than {MAX_DEPTH} levels deep")
+        level = [v for item in level for v in (item.values() if isinstance(item, dict) else item)
+                 if isinstance(v, (dict, list))]
 
 
 def _load_yaml(header: str, doc_path: str) -> dict[str, Any]:
@@ -257,7 +342,7 @@ def _tags(value: Any) -> list[str]:
 
 def _plain(value: Any) -> Any:
     """YAML values as JSON-safe plain data (dates become ISO strings, !!binary its base64 text, !!set a sorted list)."""
-    if isinstance(value, (dt.date, dt.datetime)):
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}

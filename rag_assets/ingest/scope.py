@@ -2,32 +2,36 @@
 
 Two steps. The walk (rag_assets.ingest.discovery) asks the path rules (rag_assets.ingest.site_rules:
 ignore files, the generator's rules, RAG_INCLUDE / RAG_EXCLUDE) and never reads a file they leave out.
-Then, over the pages read, `apply` leaves out those whose frontmatter says so (``draft``, ``noindex``,
-``hidden``: RAG_SKIP_FRONTMATTER_KEYS) and the translations (pages whose language is not the
-corpus's default, rag_assets.ingest.languages) unless RAG_LANGUAGES asks for them, and gives every
-page kept its language. Documents ingested from code are never left out.
+Then, over the pages read, `apply` leaves out those whose frontmatter says so: the keys of
+RAG_SKIP_FRONTMATTER_KEYS set true (``draft``, ``noindex``, ``hidden``), then what the page's generator
+does not publish or its site's search leaves out (``unlisted``, ``pagefind: false``, Hugo's
+``build``/``headless``/dates: rag_assets.ingest.page_facts, with the generator's rules, RAG_IGNORE_FILES);
+and the translations (pages whose language is not the corpus's default, rag_assets.ingest.languages)
+unless RAG_LANGUAGES asks for them; it gives every page kept its language. Documents ingested from code
+are never left out.
 
-What a page says of itself is read when it is fingerprinted (`facts_of`, from the first MiB that
-discovery reads anyway) and kept in the catalog beside its hash, so a page whose stats did not move is
-not read again to decide its scope: ``v1|lang=es|text=es|flags=draft,noindex``.
+What a page says of itself is read when it is fingerprinted (rag_assets.ingest.page_facts, from the first
+MiB that discovery reads anyway) and kept in the catalog beside its hash, so a page whose stats did not
+move is not read again to decide its scope.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from rag_assets.ingest import languages
+from rag_assets.ingest import languages, page_facts
+from rag_assets.ingest.page_facts import PageFacts, facts_of  # noqa: F401 - discovery reads them from here
 from rag_assets.ingest.versions import parse_versions
-from rag_assets.models import DocumentRef
+from rag_assets.models import FACTS_VERSION, DocumentRef  # noqa: F401
 from rag_assets.vocabulary.languages import ALL_LANGUAGES, DEFAULT_LANGUAGE, parse_languages, split_list  # noqa: F401
 
-FACTS_VERSION = "v1"
 DEFAULT_SKIP_KEYS = ("draft", "noindex", "hidden")
 TRANSLATION = "translation"
-# frontmatter keys whose truth a page's facts record (a setting may name any of them)
-_MAX_FLAGS = 20
+# translations left out are named in the summary up to this many (counted beyond)
+NAMED_TRANSLATIONS = 10
 
 
 @dataclass(frozen=True)
@@ -66,55 +70,6 @@ class ScopeSettings:
 
 
 # ----------------------------------------------------------------------------------------------
-# what a page says of itself
-
-
-@dataclass(frozen=True)
-class PageFacts:
-    declared: str = ""  # the frontmatter's lang / locale / language
-    detected: str = ""  # the text's, when py3langid is sure
-    flags: tuple[str, ...] = ()  # frontmatter keys that are true (lower case); "noindex" also from robots
-
-    def format(self) -> str:
-        return f"{FACTS_VERSION}|lang={self.declared}|text={self.detected}|flags={','.join(self.flags)}"
-
-    @classmethod
-    def parse(cls, raw: str) -> "PageFacts":
-        parts = dict(p.split("=", 1) for p in (raw or "").split("|")[1:] if "=" in p)
-        return cls(parts.get("lang", ""), parts.get("text", ""), tuple(f for f in parts.get("flags", "").split(",") if f))
-
-
-_TRUE = {"true", "yes", "on", "1"}
-
-
-def facts_of(head: str) -> PageFacts:
-    """The facts of a page from its start (the frontmatter and the first KB of its text)."""
-    from rag_assets.errors import DocumentError
-    from rag_assets.ingest import frontmatter
-
-    try:
-        header, body, _ = frontmatter._split_header(head.replace("\r\n", "\n"), "")  # noqa: SLF001 - one parser
-        meta = frontmatter._load_yaml(header, "") if header is not None else {}  # noqa: SLF001
-    except DocumentError:  # the parse stage reports it by name; nothing is decided from it here
-        header, body, meta = None, head, {}
-    flags = []
-    for key, value in meta.items():
-        if len(flags) >= _MAX_FLAGS:
-            break
-        if value is True or (isinstance(value, str) and value.strip().lower() in _TRUE):
-            flags.append(str(key).lower())
-    robots = meta.get("robots")
-    if isinstance(robots, str) and "noindex" in robots.lower() and "noindex" not in flags:
-        flags.append("noindex")
-    declared = ""
-    for key in ("lang", "locale", "language"):
-        declared = languages.normalise(meta.get(key))
-        if declared:
-            break
-    return PageFacts(declared, languages.detect(body), tuple(sorted(set(flags))))
-
-
-# ----------------------------------------------------------------------------------------------
 # the decision over the pages read
 
 
@@ -126,37 +81,54 @@ class Scoped:
     left_out_languages: dict[str, str] = field(default_factory=dict)
     default_language: str = ""
     languages: Counter = field(default_factory=Counter)  # pages found per language (before the language rule)
+    languages_from: str = ""  # where the languages came from, for the summary
 
 
-def apply(refs: Sequence[DocumentRef], layout: languages.Layout, scope: ScopeSettings) -> Scoped:
+def apply(refs: Sequence[DocumentRef], layout: languages.Layout, scope: ScopeSettings,
+          now: dt.datetime | None = None) -> Scoped:
     """Leave out the pages whose frontmatter or language puts them out of scope; give the others their language."""
     facts = {r.doc_path: PageFacts.parse(r.facts) for r in refs}
     default = scope.default_language or layout.declared_default or _majority(refs, facts, layout)
     out = Scoped([], default_language=default or languages.UNDETERMINED)
+    out.languages_from = _languages_from(layout, scope, out.default_language)
     skip = set(scope.skip_keys)
     wanted = set() if scope.all_languages else (
         {out.default_language} if scope.languages == (DEFAULT_LANGUAGE,) else set(scope.languages))
     wanted.discard(languages.UNDETERMINED)  # nothing is known of the corpus's language: nothing to leave out
     for ref in refs:
         fact = facts[ref.doc_path]
-        # where the layout has locale folders, a page outside them is of the default language
-        language = (layout.language_of(ref.doc_path) or fact.declared
-                    or (out.default_language if layout.languages else fact.detected) or out.default_language)
+        named = fact.named if fact.named and layout.lists(fact.named) else ""
+        # where a configuration declares the languages or the layout has locale folders, a page outside
+        # them is of the default language: its text does not decide
+        language = (layout.language_of(ref.doc_path) or fact.declared or named
+                    or (out.default_language if layout.fixes_default else fact.detected) or out.default_language)
         out.languages[language] += 1
         if ref.language != language:
             ref = replace(ref, language=language)
         if scope.keeps(ref.doc_path):
             out.documents.append(ref)
             continue
-        flagged = next((f for f in scope.skip_keys if f in fact.flags), None) if skip else None
-        if flagged:
-            out.left_out[ref.doc_path] = flagged
+        reason = next((f for f in scope.skip_keys if f in fact.flags), None) if skip else None
+        if reason is None and scope.ignore_files:  # the generator's rules
+            reason = page_facts.exclusion(fact, layout.generator_of(ref.doc_path), now)
+        if reason:
+            out.left_out[ref.doc_path] = reason
         elif wanted and language != languages.UNDETERMINED and not any(languages.same_language(language, w) for w in wanted):
             out.left_out[ref.doc_path] = TRANSLATION
             out.left_out_languages[ref.doc_path] = language
         else:
             out.documents.append(ref)
     return out
+
+
+def _languages_from(layout: languages.Layout, scope: ScopeSettings, default: str) -> str:
+    if scope.default_language:
+        return f"RAG_DEFAULT_LANGUAGE ({default})" + (f"; {layout.how}" if layout.how else "")
+    if layout.declared_default:
+        return layout.how
+    if default == languages.UNDETERMINED:
+        return "nothing: no configuration declares them and no page's text is sure"
+    return f"the pages' text (default {default})" + (f"; {layout.how}" if layout.how else "")
 
 
 def _majority(refs: Sequence[DocumentRef], facts: dict[str, PageFacts], layout: languages.Layout) -> str:
@@ -174,3 +146,9 @@ def _majority(refs: Sequence[DocumentRef], facts: dict[str, PageFacts], layout: 
 def left_out_counts(left_out: dict[str, str]) -> dict[str, int]:
     """reason -> pages, largest first."""
     return dict(Counter(left_out.values()).most_common())
+
+
+def named_translations(left_out: dict[str, str], at_most: int = NAMED_TRANSLATIONS) -> list[str]:
+    """The pages left out as translations, when there are at most `at_most` of them (else none: counted)."""
+    pages = sorted(p for p, reason in left_out.items() if reason == TRANSLATION)
+    return pages if len(pages) <= at_most else []

@@ -42,6 +42,7 @@ class Site:
     # Starlight: its docs collection has no loader (Astro's legacy content collections), so `_folder/`s are
     # left out as Astro's legacy collections leave them; the glob loader of `src/content.config.*` reads them
     legacy_collections: bool = field(default=False, compare=False)
+    config_file: str = field(default="", compare=False)  # the configuration read, relative to the site's root
 
 
 def rel(base: str, name: str) -> str:
@@ -92,11 +93,11 @@ def _site_at(directory: Path, here: str, entries: dict) -> Site | None:
     names = set(entries)
     if "docs.json" in names or "mint.json" in names:
         config = read_config(directory / ("docs.json" if "docs.json" in names else "mint.json"))
-        return Site("mintlify", here, (here,), config)
+        return Site("mintlify", here, (here,), config, config_file="docs.json" if "docs.json" in names else "mint.json")
     docusaurus = _script_named(directory, names, "docusaurus.config")
     if docusaurus is not None:
         config = _script_config(docusaurus)
-        return Site("docusaurus", here, _docusaurus_content(directory, here, config), config)
+        return Site("docusaurus", here, _docusaurus_content(directory, here, config), config, config_file=docusaurus.name)
     if ".vitepress" in names:
         vitepress = directory / ".vitepress"
         found = _script_named(vitepress, _names(vitepress), "config") or _script_named(
@@ -104,11 +105,13 @@ def _site_at(directory: Path, here: str, entries: dict) -> Site | None:
         config = _script_config(found) if found else {}
         src_dir = config.get("srcDir")
         content = rel(here, src_dir) if isinstance(src_dir, str) and not src_dir.startswith("..") else here
-        return Site("vitepress", here, (content,), config)
+        return Site("vitepress", here, (content,), config,
+                    config_file=found.relative_to(directory).as_posix() if found else "")
     if "mkdocs.yml" in names or "mkdocs.yaml" in names:
         config = _read_yaml(directory / ("mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml"))
         docs_dir = str(config.get("docs_dir") or "docs").strip("/")
-        return Site("mkdocs", here, (rel(here, docs_dir),), config)
+        return Site("mkdocs", here, (rel(here, docs_dir),), config,
+                    config_file="mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml")
     hugo = next((n for n in ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json") if n in names), None)
     if hugo is None and "config.toml" in names and "content" in names and "archetypes" in names:
         hugo = "config.toml"
@@ -118,13 +121,14 @@ def _site_at(directory: Path, here: str, entries: dict) -> Site | None:
         for lang in (config.get("languages") or {}).values():
             if isinstance(lang, dict) and lang.get("contentDir"):
                 content.add(str(lang["contentDir"]))
-        return Site("hugo", here, tuple(sorted(rel(here, c) for c in content)), config)
+        return Site("hugo", here, tuple(sorted(rel(here, c) for c in content)), config, config_file=hugo)
     astro = _script_named(directory, names, "astro.config")
     if astro is not None and (directory / "src" / "content" / "docs").is_dir():
         config = _script_config(astro)
         # the content collection's kind decides whether `_folder/`s are entries (rag_assets.ingest.site_rules)
         legacy = not any((directory / "src" / f"content.config{s}").is_file() for s in SCRIPT_SUFFIXES)
-        return Site("starlight", here, (rel(here, "src/content/docs"),), config, legacy_collections=legacy)
+        return Site("starlight", here, (rel(here, "src/content/docs"),), config, legacy_collections=legacy,
+                    config_file=astro.name)
     return None
 
 

@@ -136,6 +136,7 @@ def _catalog_metadata(catalog, added: list[str], stale_keys: list[str], deleted:
         "left_out": dg.MetadataValue.json(left_out_counts(catalog.left_out)),
         "default_language": catalog.default_language,
         "languages": dg.MetadataValue.json(catalog.languages),
+        "languages_from": catalog.languages_from,
         "seconds": round(time.perf_counter() - started, 3),
     }
     if catalog.errors:

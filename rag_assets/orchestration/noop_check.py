@@ -43,9 +43,9 @@ from rag_assets.ingest.catalog import catalog_run_needed, content_changed, touch
 from rag_assets.config import Settings
 from rag_assets.ingest.discovery import DocumentTooLarge, StatLook, discover_for, fingerprint_file, stat_look, stat_look_of
 from rag_assets.index.generation import read_generation
-from rag_assets.ingest.scope import ScopeSettings
+from rag_assets.ingest.scope import ScopeSettings, named_translations
 from rag_assets.index.locks import ingest_lock_file
-from rag_assets.models import Catalog, DocumentRef, IngestSummary
+from rag_assets.models import FACTS_VERSION, Catalog, DocumentRef, IngestSummary
 from rag_assets.index.stage_store import StageStore
 from rag_assets.index.chroma_store import embedded_collection_id
 from rag_assets.orchestration.internals.run_storage import runs_summary, sqlite_runs_db as runs_db_of
@@ -120,6 +120,8 @@ def noop_base(settings: Settings, runs: RunStorageState, stages: StageStore) -> 
         "collection": collection,
         "generation": read_generation(stages.db),
         "runs": [runs.path, runs.inode, runs.last_run_id],
+        # pages' facts recorded by another version are read again by the next look (DocumentRef.stat_matches)
+        "facts": FACTS_VERSION,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
@@ -341,6 +343,8 @@ def _unchanged(documents, errors, stages: StageStore) -> IngestSummary:
     return IngestSummary(
         left_out=dict(scope.get("left_out") or {}),
         default_language=str(scope.get("default_language") or ""),
+        languages_from=str(scope.get("languages_from") or ""),
+        translations_left_out=named_translations(dict(scope.get("pages") or {})),
         documents_discovered=len(documents) + len(errors),
         documents_unchanged=len(documents),
         documents_failed=len(errors),

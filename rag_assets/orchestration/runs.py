@@ -51,7 +51,7 @@ from rag_assets.errors import ConfigurationError, RagError, VectorDBUnavailableE
 
 from rag_assets.ingest.catalog import catalog_run_needed, content_changed, only_added, touched_documents, vanished_documents
 from rag_assets.ingest.discovery import DocumentTooLarge, discover_for, fingerprint_file
-from rag_assets.ingest.scope import left_out_counts
+from rag_assets.ingest.scope import left_out_counts, named_translations
 from rag_assets.index.chroma_store import open_in_background
 from rag_assets.index.locks import ingest_lock_file
 from rag_assets.models import Catalog, DocumentRef, IngestSummary
@@ -550,11 +550,15 @@ def _record_scope(summary: IngestSummary, stages: StageStore, look_scope: Catalo
     out nothing new: noop_check hands the whole look over when a moved page's facts moved)."""
     if not partial:
         summary.left_out, summary.default_language = dict(left_out_counts(look_scope.left_out)), look_scope.default_language
+        summary.languages_from = look_scope.languages_from
+        summary.translations_left_out = named_translations(look_scope.left_out)
         stages.write_scope(look_scope)
     else:
         recorded = stages.read_scope() or {}
         summary.left_out = dict(recorded.get("left_out") or {})
         summary.default_language = str(recorded.get("default_language") or "")
+        summary.languages_from = str(recorded.get("languages_from") or "")
+        summary.translations_left_out = named_translations(dict(recorded.get("pages") or {}))
 
 
 def _count_documents(summary: IngestSummary, stages: StageStore, todo, failed, pending, vanished: int,

@@ -267,8 +267,10 @@ def test_scope_flags_say_what_is_left_out_and_lang_filters(env, monkeypatch):
         (docs / rel).parent.mkdir(parents=True, exist_ok=True)
         (docs / rel).write_text(text, encoding="utf-8")
     out = rag("ingest", "--exclude", "rate-limits.md").stdout
+    assert "languages: from the pages' text (default en); es/ by its pages' text" in out
     assert "left out of scope: 3 page(s): 2 translation, 1 exclude (the corpus's language: en)" in out
-    assert "2 translated page(s) not indexed: `rag ingest --languages all`" in out
+    assert ("2 translated page(s) not indexed (es/guide/evaluation.md, es/guide/streaming.md): "
+            "`rag ingest --languages all`") in out
     assert "each page and why: `rag corpora --left-out default`" in out
     monkeypatch.setenv("RAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")  # the collection's model, whatever is installed
     summary, _ = ingest_json("--languages", "all", "--exclude", "rate-limits.md")
@@ -276,6 +278,9 @@ def test_scope_flags_say_what_is_left_out_and_lang_filters(env, monkeypatch):
     results = json.loads(rag("query", "--lang", "es", "--json", "¿Cómo creo casos de prueba?").stdout)["results"]
     assert results and {r["doc_path"] for r in results} <= set(spanish)
     assert "RAG_LANGUAGES: 'spanish' is not a language code" in rag("ingest", "--languages", "spanish", check_codes=(2,)).stderr
+    # a glob that cannot match a page below the docs folder is a usage error, not an emptied corpus
+    outside = rag("ingest", "--include", str(docs / "guide" / "*.md"), check_codes=(2,)).stderr
+    assert f"RAG_INCLUDE (--include): '{docs}/guide/*.md' is an absolute path" in outside and "'guide/*.md'" in outside
 
 
 def test_versions_flag_brings_in_the_versions_the_summary_names(env):

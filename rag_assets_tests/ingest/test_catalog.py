@@ -61,3 +61,13 @@ def test_snippet_files_that_stop_being_pages_are_removed_without_tripping_the_gu
     vanished = vanished_documents(now, stages)
     assert vanished.doc_paths == ["snippets/a.mdx", "snippets/b.mdx"] and vanished.gone == 0
     assert deletion_refusal(now, vanished, max_share=0.5, min_documents=0, allow=False) is None
+
+
+def test_a_folder_whose_pages_an_ignore_file_left_out_is_not_called_empty():
+    left_out = {"guide/a.md": "gitignore", "guide/b.md": "gitignore", "es/a.md": "translation"}
+    now = Catalog("/docs", [], [], left_out=left_out)
+    reason = deletion_refusal(now, Vanished(["guide/a.md", "guide/b.md"], 2), max_share=0.5, min_documents=20, allow=False)
+    assert "now holds 3 markdown files, all 3 of them left out of the corpus's scope (2 gitignore, 1 translation" in reason
+    assert "is it mounted" not in reason
+    reason = deletion_refusal(Catalog("/docs", [], []), Vanished(["a.md"], 1), max_share=0.5, min_documents=20, allow=False)
+    assert "now holds 0 markdown files (is it the right folder, and is it mounted?)" in reason

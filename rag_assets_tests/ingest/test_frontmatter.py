@@ -189,3 +189,34 @@ def test_nesting_within_the_limit_loads():
     for _ in range(depth):
         value = value[0]
     assert value == "x"
+
+
+def test_toml_and_json_frontmatter_and_a_bom_are_read_like_yaml():
+    """Hugo writes TOML (`hugo new`) or JSON; an editor may save a byte-order mark before the YAML."""
+    toml = ('+++\ntitle = "Install"\ndraft = true\ntags = ["setup", "cli"]\ndate = 2024-02-02T04:14:54-08:00\n'
+            '[build]\n  render = "never"\n+++\n\n# Body\n')
+    doc = parse_document(toml, ref())
+    assert (doc.title, doc.tags, doc.metadata["draft"]) == ("Install", ["setup", "cli"], True)
+    assert doc.metadata["date"] == "2024-02-02T04:14:54-08:00" and doc.metadata["build"] == {"render": "never"}
+    assert doc.body == "\n# Body\n" and doc.body_start_line == 9
+    as_json = '{\n  "title": "Install",\n  "draft": true,\n  "params": {"author": "Ann"}\n}\n\n# Body\n'
+    doc = parse_document(as_json, ref())
+    assert (doc.title, doc.metadata["draft"], doc.metadata["params"]) == ("Install", True, {"author": "Ann"})
+    assert doc.body == "\n# Body\n" and doc.body_start_line == 6
+    doc = parse_document("\ufeff---\ntitle: Install\ndraft: true\n---\n# Body\n", ref())
+    assert (doc.title, doc.metadata["draft"], doc.body_start_line) == ("Install", True, 5)
+    # an MDX expression at the start is body, not JSON
+    assert parse_document("{/* a comment */}\n# Title\n", ref()).title == "Title"
+
+
+@pytest.mark.parametrize("text, reason, line", [
+    ('+++\ntitle = "x"\ndraft = yes\n+++\n', "invalid TOML frontmatter", 3),
+    ('+++\ntitle = "x"\n', "frontmatter opened with '+++' is never closed", 1),
+    ('{\n  "title": "x",\n}\n', "invalid JSON frontmatter", 3),
+    ('{"title": "x"} trailing\n', "JSON frontmatter must end its line", 1),
+    ("+++\n" + "a = " + "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2) + "\n+++\n", "nested more than", None),
+])
+def test_bad_toml_and_json_frontmatter_name_the_file_and_line(text, reason, line):
+    with pytest.raises(DocumentError) as err:
+        parse_document(text, ref())
+    assert reason in str(err.value) and err.value.doc_path == "guide/page.md" and err.value.line == line

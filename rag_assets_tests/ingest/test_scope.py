@@ -57,8 +57,12 @@ def test_left_out_pages_are_counted_removed_when_they_leave_and_indexed_when_the
     assert StageStore.for_settings(settings.paths).read_scope()["left_out"] == summary.left_out
     assert chunk_languages(settings).keys() == {"guide/evaluation.md", "guide/streaming.md", "rate-limits.md"}
     assert all(langs == {"en"} for langs in chunk_languages(settings).values())
+    # where the languages came from, and the translations named (they are few)
+    assert summary.languages_from == "the pages' text (default en); es/ by its pages' text"
+    assert summary.translations_left_out == sorted(SPANISH)
     noop = quick_noop(settings)  # nothing moved: the no-op answer says what is left out too
     assert noop is not None and noop.left_out == summary.left_out
+    assert (noop.languages_from, noop.translations_left_out) == (summary.languages_from, sorted(SPANISH))
     import dagster as dg
     from rag_assets.orchestration.runs import get_instance
 
