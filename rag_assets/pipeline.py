@@ -350,8 +350,10 @@ class RAGPipeline:
         index (once: after an upgrade from a version without it, or a snapshot lost; 30 s and more at
         100,000 chunks), outside RAG_RETRIEVE_TIMEOUT_SECONDS. For a caller with nothing else to do
         meanwhile: `rag query` before its question, `rag serve` before it listens. A query that meets
-        such a build instead waits for it within the timeout, and its timeout error says so."""
+        such a build instead waits for it within the timeout, and its timeout error says so. The
+        embedder's relevance anchors are made ready too (embedded once, then read from RAG_CACHE_DIR)."""
         self.retriever.view()
+        self.retriever.anchors()
 
     def _guard(self, fn, *args):
         """fn(*args) within RAG_RETRIEVE_TIMEOUT_SECONDS (0 or less: no limit)."""

@@ -32,7 +32,9 @@ The raw cosine stays on each result as ``cosine``.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,21 +71,42 @@ _anchors: dict[str, Anchors] = {}
 _anchors_lock = threading.Lock()
 
 
-def anchors_for(embedder) -> Anchors:
-    """The anchors embedded by ``embedder`` (questions as queries, passages as documents), once per
-    process and model."""
+def anchors_for(embedder, cache_dir: Path | None = None) -> Anchors:
+    """The anchors embedded by ``embedder`` (questions as queries, passages as documents): once per
+    process and model, and kept in ``cache_dir`` (RAG_CACHE_DIR) so a new process reads them (96 short
+    texts, a second of a loaded machine's CPU; an API embedder's request) instead of embedding them."""
     with _anchors_lock:
         found = _anchors.get(embedder.model_name)
         if found is None:
-            pairs = anchor_pairs()
-            questions = np.stack([np.asarray(embedder.embed_query(q), dtype=np.float32) for q, _ in pairs])
-            passages = np.asarray(embedder.embed_documents([p for _, p in pairs]), dtype=np.float32)
-            sims = questions @ passages.T
-            matched = float(np.mean(np.diag(sims)))
-            unmatched = float((sims.sum() - np.trace(sims)) / (sims.size - len(pairs)))
-            found = _anchors[embedder.model_name] = Anchors(embedder.model_name, passages,
-                                                            max(matched - unmatched, 1e-3))
+            found = _anchors[embedder.model_name] = _cached(embedder, cache_dir)
         return found
+
+
+def _cached(embedder, cache_dir: Path | None) -> Anchors:
+    key = hashlib.sha256(embedder.model_name.encode() + b"\0" + ANCHORS_FILE.read_bytes()).hexdigest()[:16]
+    path = Path(cache_dir) / "relevance_anchors" / f"{key}.npz" if cache_dir is not None else None
+    if path is not None and path.is_file():
+        try:
+            with np.load(path) as data:
+                return Anchors(embedder.model_name, data["passages"], float(data["contrast"]))
+        except (OSError, ValueError, KeyError):
+            pass  # unreadable: embedded again below
+    pairs = anchor_pairs()
+    questions = np.stack([np.asarray(embedder.embed_query(q), dtype=np.float32) for q, _ in pairs])
+    passages = np.asarray(embedder.embed_documents([p for _, p in pairs]), dtype=np.float32)
+    sims = questions @ passages.T
+    matched = float(np.mean(np.diag(sims)))
+    unmatched = float((sims.sum() - np.trace(sims)) / (sims.size - len(pairs)))
+    anchors = Anchors(embedder.model_name, passages, max(matched - unmatched, 1e-3))
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, passages=passages, contrast=np.float64(anchors.contrast))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache folder this process cannot write: embedded again next time
+    return anchors
 
 
 @dataclass(frozen=True)

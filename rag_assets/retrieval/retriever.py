@@ -357,14 +357,17 @@ class Retriever:
         return budget
 
     # ------------------------------------------------------------------------------------------
+    def anchors(self):
+        """The embedder's relevance anchors (relevance.anchors_for): embedded once, kept in RAG_CACHE_DIR."""
+        return anchors_for(self.embedder, self.settings.cache_dir)
+
     def _calibrate(self, view: SnapshotView, query: str, results: list[SearchResult]) -> None:
         """Each result's ``relevance`` (in place), from its cosine, the question and the ranking (relevance.py)."""
         if not results:
             return
         rows = [view.row(r.chunk_id) for r in results]
         terms = view.term_presence(query, [-1 if row is None else row for row in rows])
-        evidence = evidence_of([r.cosine or 0.0 for r in results], self.embed_query(query),
-                               anchors_for(self.embedder), terms)
+        evidence = evidence_of([r.cosine or 0.0 for r in results], self.embed_query(query), self.anchors(), terms)
         for r, p in zip(results, relevance(evidence)):
             r.relevance = float(p)
 
