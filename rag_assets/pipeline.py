@@ -248,11 +248,14 @@ class RAGPipeline:
         A document: our ``Document``, a mapping, a dataclass (the rules-bot contract's
         ``RuleDocument``) or a pydantic model, with ``content`` (markdown), ``metadata``
         (frontmatter) and an id: ``document_id``, ``id`` or ``doc_id`` (a string or a UUID), else its
-        ``filename``. Chunks carry the id as ``document_id``; ``delete_documents`` takes it back.
-        Re-ingesting an id with new content replaces its chunks.
+        ``filename``, else one derived from its source and content (documents_from_code.derived_id).
+        Chunks carry the id as ``document_id``, the result lists it (``document_ids``) and
+        ``delete_documents`` takes it back. Re-ingesting an id with new content replaces its chunks.
+        Metadata filled in (source, doc_type, last_update_date not given) is named in ``warnings``.
 
-        ValueError, before anything is written, for an empty list, a document without content or id,
-        an id twice, an id too long for a file name, metadata YAML cannot hold (naming the key). A
+        ValueError, before anything is written, for an empty list, a document without content, two
+        without an id and alike, an id twice, an id too long for a file name, metadata YAML cannot hold
+        (naming the key). VectorDBWriteError when the vector store cannot be reached (nothing indexed). A
         document that cannot be indexed (over RAG_MAX_FILE_BYTES, missing RAG_REQUIRED_METADATA,
         failing in its run) is counted in ``documents_failed``, named in ``errors`` and leaves nothing
         behind; the others are indexed."""
@@ -263,7 +266,9 @@ class RAGPipeline:
     def load_documents(self, documents, batch_size: int = 100) -> dict[str, Any]:
         """The pipeline-API contract's load: ingest() in batches of batch_size; a failing batch
         does not stop the next. A document with empty content is skipped with a WARNING and counted
-        as failed (the contract's text); when no document has content, ValueError (its test)."""
+        as failed (the contract's text); when no document has content, ValueError (its test). Each
+        document must carry metadata (a mapping, ``{}`` for none: the contract's rule; ValueError).
+        Beyond the contract's keys: ``document_ids`` (given or derived, in order) and ``warnings``."""
         from rag_assets.ingest.documents_from_code import validate
 
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
