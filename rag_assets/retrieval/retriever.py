@@ -36,7 +36,8 @@ from rag_assets.errors import ConfigurationError, DimensionMismatchError, Invali
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
 from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
-from rag_assets.retrieval.relevance import anchors_for, evidence_of, relevance
+from rag_assets.retrieval.relevance import anchors_for, evidence_of, relevance, shipped
+from rag_assets.retrieval.terms import function_terms
 from rag_assets.index.generation import EMPTY
 from rag_assets.retrieval.snapshot import SearchSnapshot, SnapshotView
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
@@ -358,7 +359,10 @@ class Retriever:
 
     # ------------------------------------------------------------------------------------------
     def anchors(self):
-        """The embedder's relevance anchors (relevance.anchors_for): embedded once, kept in RAG_CACHE_DIR."""
+        """The embedder's relevance anchors (relevance.anchors_for): embedded once, kept in RAG_CACHE_DIR;
+        the calibration and the function words are read then too (what a first query would do)."""
+        shipped()
+        function_terms()
         return anchors_for(self.embedder, self.settings.cache_dir)
 
     def _calibrate(self, view: SnapshotView, query: str, results: list[SearchResult]) -> None:
