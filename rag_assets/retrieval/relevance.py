@@ -12,13 +12,13 @@ docs/benchmarks.md):
   median cosine of the question with the anchor passages (``relevance_anchors.json``: everyday questions
   and answers written for this project, unrelated to any corpus); the contrast is the mean cosine of each
   anchor question with its own answer minus its mean cosine with the other answers. Both are measured
-  with whatever embedder is configured, once per process, so 0 means "as close as unrelated text" and 1
-  "as close as a question to its answer" for every embedder.
+  with whatever embedder is configured (its anchors embedded once and kept in RAG_CACHE_DIR), so 0 means
+  "as close as unrelated text" and 1 "as close as a question to its answer" for every embedder.
 - ``best_similarity``: the same for the best of the first BEST_OF results (how well the question is
   answered at all); ``margin``: the result's similarity less the mean of the first BEST_OF results'
   (how far it stands out of its ranking).
 - ``coverage``: the share of the question's keyword weight (BM25 idf of its terms that some chunk of the
-  index holds) that the chunk holds; ``best_coverage`` likewise for the best of the first BEST_OF
+  index holds; function words such as "during" left out: terms.FUNCTION_WORDS) that the chunk holds; ``best_coverage`` likewise for the best of the first BEST_OF
   results; ``heading_coverage``: the share its header (title > h1 > h2) holds.
 - ``unknown_terms``: the share of that weight in terms no chunk of the index holds (a question about
   something the corpus never names).
