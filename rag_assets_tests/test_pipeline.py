@@ -518,28 +518,48 @@ def test_the_rules_bot_contract_runs_unchanged_against_the_pipeline(rag_env, dag
 def test_a_query_that_meets_a_snapshot_build_says_so_and_open_snapshot_waits_for_it(tmp_path, monkeypatch):
     """A query over an index an earlier version wrote (no search snapshot) meets the one-time build from
     the store: past RAG_RETRIEVE_TIMEOUT_SECONDS its error names the build, not the machine, and the build
-    goes on; open_snapshot() (what `rag query` and `rag serve` call first) waits for it, outside the timeout."""
+    goes on; open_snapshot() (what `rag query` and `rag serve` call first) waits for it, outside the timeout.
+    The build is held until the test has seen both (support/held_builds.py), so no timing decides."""
+    import threading
+
     from rag_assets.errors import RetrievalTimeoutError
     from rag_assets_tests.support.corpus import write_corpus
+    from rag_assets_tests.support.held_builds import hold_first_build
     from rag_assets_tests.support.index_builder import build_index
-    from rag_assets_tests.support.slow_builds import slow_first_build
 
     write_corpus(tmp_path / "docs")
     settings = Settings.from_env({}, docs_dir=tmp_path / "docs", chroma_path=tmp_path / "chroma",
-                                 state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", retrieve_timeout_seconds=1.0)
+                                 state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", retrieve_timeout_seconds=0)
     build_index(None, settings, snapshot=False)  # the store and its generation, no snapshot committed
-    slow_first_build(monkeypatch, 2.5)
-    pipeline = RAGPipeline.from_settings(settings)
-    with pytest.raises(RetrievalTimeoutError, match=r"being built from the store, once \(.*found by a query\)"):
-        pipeline.retrieve("HTTP 429 retry-after")
-    started = time.monotonic()
-    pipeline.open_snapshot()  # waits for the build that query started (its lock), then opens what it built
-    assert time.monotonic() - started > 1  # it waited
-    deadline = time.monotonic() + 10
-    while pipeline.retriever.snapshot.building is not None:  # the query's thread ends its build
+    build = hold_first_build(monkeypatch)
+    patient = RAGPipeline.from_settings(settings)  # no retrieval timeout: it waits for the build
+    # the same reader with a timeout the held build always outlasts, whatever the machine's speed
+    impatient = RAGPipeline(patient.retriever, dataclasses.replace(settings, retrieve_timeout_seconds=0.5))
+    answered, opened = [], []
+    first = threading.Thread(target=lambda: answered.append(patient.search("HTTP 429 retry-after", "hybrid", 3)),
+                             daemon=True)
+    opening = threading.Thread(target=lambda: opened.append(impatient.open_snapshot()), daemon=True)
+    try:
+        first.start()  # the first query finds no snapshot and builds it from the store (held)
+        build.wait_started()
+        with pytest.raises(RetrievalTimeoutError, match=r"being built from the store, once \(.*found by a query\)"):
+            impatient.retrieve("HTTP 429 retry-after")
+        opening.start()
+        opening.join(timeout=1)  # twice the impatient pipeline's timeout: open_snapshot is not bound by it
+        assert opening.is_alive() and not opened  # it waits for the build (its lock), held all this time
+        assert first.is_alive() and not answered  # the build goes on past the timed-out query
+    finally:
+        build.release.set()
+    for thread in (first, opening):
+        thread.join(timeout=300)  # only a guard against a hang
+        assert not thread.is_alive()
+    assert opened == [None] and answered[0][0].doc_path == "rate-limits.md"
+    deadline = time.monotonic() + 300  # the timed-out query's own thread, waiting on the lock, ends too
+    while patient.retriever.snapshot.building is not None:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    assert pipeline.search("HTTP 429 retry-after", "hybrid", 3)[0].doc_path == "rate-limits.md"
+    assert patient.retriever.snapshot.rebuilds == 1  # the others found it built when they got the lock
+    assert patient.search("HTTP 429 retry-after", "hybrid", 3)[0].doc_path == "rate-limits.md"
     again = RAGPipeline.from_settings(settings)
     again.open_snapshot()
     assert again.retriever.snapshot.rebuilds == 0  # built once

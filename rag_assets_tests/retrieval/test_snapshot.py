@@ -139,14 +139,21 @@ def test_a_reader_follows_commits_and_never_waits_for_a_writer(tmp_path):
     def writer():
         with builds_for(settings).lock():
             locked.set()
-            release.wait(30)
+            release.wait(300)  # let go once the reader is done (or the test ended): never before
 
+    found = []
+
+    def read():
+        found.append(SearchSnapshot(settings).view().search("ZK-4411 valve grease", 3))
+
+    reader = threading.Thread(target=read, daemon=True)
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        assert locked.wait(10)
-        fresh = SearchSnapshot(settings)
-        assert fresh.view().search("ZK-4411 valve grease", 3)  # would hang here if readers locked
+        assert locked.wait(300)  # only a guard against a hang
+        reader.start()
+        reader.join(timeout=120)  # a reader that took the lock would still wait here: the writer holds it
+        assert not reader.is_alive() and found and found[0]
     finally:
         release.set()
         thread.join()
