@@ -23,6 +23,9 @@ and a code example that lives in an imported snippet file is a bare ``<CodeSampl
   the source; left indented they would read as indented code);
 - HTML comments and ``{/* … */}`` comments are dropped.
 
+One module, one job: the ESM statements and the fenced-code state are rag_assets.ingest.mdx_esm, the
+tag lexer and code spans rag_assets.ingest.mdx_lexer; this module renders.
+
 Anything that does not lex as a tag (``a < b``, ``List<T`` without an end, ``<https://…>``
 autolinks) stays text. Problems a site's own build would reject (an unclosed or stray closing tag,
 a snippet that cannot be read, a snippet that is not a ``.md``/``.mdx`` file) never fail the page:
@@ -39,36 +42,25 @@ either limit `render_mdx` raises SnippetLimitError, which fails the page by name
 
 from __future__ import annotations
 
-import bisect
 import re
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rag_assets.ingest.mdx_esm import Import, esm_statements, fence_step, find_imports
+from rag_assets.ingest.mdx_lexer import (
+    MAX_TAG_CHARS, CodeSpanLook, CodeSpans, Tag, alone_on_line, lex_tag, lex_tag_within)
+
+__all__ = ["Import", "MdxRendering", "SnippetLimitError", "find_imports", "lex_tag", "render_mdx"]
+
 RENDER_VERSION = "mdx-v1"  # part of the parse and split fingerprints: a new renderer re-parses every page
 
-# ESM: an import statement is complete once it names its source; an export runs to a blank line.
-_IMPORT_START = re.compile(r"^import(?=[\s{*'\"])")
-# an import statement is complete on a line ending with its quoted source, after `from` or a bare `import`
-_SOURCE_AT_END = re.compile(r"""(['"])([^'"\n]+)\1\s*;?\s*$""")
-_ENDS_WITH_FROM = re.compile(r"\bfrom\s*$")
-_BARE_IMPORT = re.compile(r"import\s*")
-_EXPORT_START = re.compile(r"^export\s+(?:const|let|var|function|default|class|async|\{|\*)")
-_IMPORT_DEFAULT = re.compile(r"^import\s+([A-Za-z_$][\w$]*)\s*(?:,|\s+from\b)")
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
-_MAX_IMPORT_LINES = 40
-_MAX_TAG_CHARS = 4000  # a tag longer than this is not a tag
 # What looking for tags' ends may read in all, per character of the text (and a floor): a page never
 # needs more than its own length once; past the budget, the rest of the text is kept as it is.
 _LEX_BUDGET_PER_CHAR = 4
 _LEX_BUDGET_FLOOR = 200_000
 _SPECIAL = re.compile(r"[`\\<]")  # what the tag scan stops at: code spans, escapes, tags
-_BACKTICKS = re.compile(r"`+")
-_PARAGRAPH_BREAK = re.compile(r"(?=\n\n)")
 MAX_SNIPPET_DEPTH = 5  # snippets inside snippets: deeper ones are left out, with one warning
 MAX_SNIPPET_EXPANSIONS = 1_000  # snippet uses a page may expand in all (each nested use counts)
-_NAME = re.compile(r"[A-Za-z][\w.:\-]*")
-_ATTR_NAME = re.compile(r"[A-Za-z_:@$][\w:.\-@$]*")
 
 # Attribute values a reader sees as text on the rendered page.
 PROSE_ATTRIBUTES = frozenset({"title", "label", "alt", "caption", "description", "summary", "heading", "tip", "tooltip"})
@@ -107,225 +99,6 @@ class _Expansion:
     sizes: dict[tuple[str, int], int] = field(default_factory=dict)  # their bodies' UTF-8 bytes
 
 
-@dataclass(frozen=True)
-class Import:
-    source: str  # the module specifier, as written: '/snippets/x.mdx', './y.md', 'openai'
-    default_name: str | None  # `import Name from …`: the component name it binds
-
-
-@dataclass
-class _Tag:
-    start: int
-    end: int
-    name: str  # "" for a fragment <> </>
-    kind: str  # "open", "close", "self"
-    attrs: dict[str, str | None]
-
-
-# ---------------------------------------------------------------------------------------------
-# ESM
-
-
-def find_imports(text: str) -> list[Import]:
-    """The import statements of an MDX body (outside fenced code), in order."""
-    return [imp for imp, _ in _esm_statements(text.split("\n"))[0].values()]
-
-
-def _esm_statements(lines: list[str]) -> tuple[dict[int, tuple[Import, int]], dict[int, int]]:
-    """Imports (first line -> (Import, one past its last line)) and exports (first -> one past last)."""
-    imports: dict[int, tuple[Import, int]] = {}
-    exports: dict[int, int] = {}
-    fence: tuple[str, int, int] | None = None
-    stops: list[int] | None = None  # made at the first import, once per body
-    i = 0
-    while i < len(lines):
-        fence, is_code = _fence_step(fence, lines[i])
-        if not is_code and _IMPORT_START.match(lines[i]):
-            stops = stops or _import_stops(lines)
-            found = _import_at(lines, i, stops)
-            if found is not None:
-                imports[i] = found
-                i = found[1]
-                continue
-        elif not is_code and _EXPORT_START.match(lines[i]):
-            end = i + 1
-            while end < len(lines) and lines[end].strip():
-                end += 1
-            exports[i] = end
-            i = end
-            continue
-        i += 1
-    return imports, exports
-
-
-def _import_stops(lines: list[str]) -> list[int]:
-    """stops[j]: the first line at or after j that is blank or ends with `from '<source>'` (the source
-    may stand alone on the line after `from`): where an import statement that started before ends.
-    One pass over the body, so each statement is found in constant time (a scan of up to
-    _MAX_IMPORT_LINES lines from every line starting with "import" made prose such as "import the
-    data" lines costly)."""
-    n = len(lines)
-    stops = [n] * (n + 1)
-    for j in range(n - 1, -1, -1):
-        line = lines[j]
-        ends = not line.strip()
-        if not ends and ("'" in line or '"' in line):
-            m = _SOURCE_AT_END.search(line)
-            if m is not None:
-                before = line[: m.start()]
-                ends = bool(_ENDS_WITH_FROM.search(before if before.strip() else (lines[j - 1] if j else "")))
-        stops[j] = j if ends else stops[j + 1]
-    return stops
-
-
-def _import_at(lines: list[str], i: int, stops: list[int]) -> tuple[Import, int] | None:
-    """The import statement starting at line i and one past its last line; None when the lines there
-    never name a source before a blank line (prose that happens to start with "import")."""
-    n, end = len(lines), stops[i]
-    bare = _BARE_IMPORT.fullmatch(lines[i]) is not None  # `import` alone: the source is on the next line
-    for j in (i, i + 1):  # a side-effect import `import './x.css'` names its source right after `import`
-        if j >= min(n, end + 1) or (j > i and not lines[j].strip()):
-            break
-        m = _SOURCE_AT_END.search(lines[j])
-        if m is not None and (_BARE_IMPORT.fullmatch(lines[j][: m.start()]) if j == i else
-                              bare and not lines[j][: m.start()].strip()):
-            end = j
-            break
-    if end >= n or end - i >= _MAX_IMPORT_LINES or (end > i and not lines[end].strip()):
-        return None
-    statement = "\n".join(lines[i : end + 1])
-    default = _IMPORT_DEFAULT.match(statement)
-    return Import(_SOURCE_AT_END.search(lines[end]).group(2), default.group(1) if default else None), end + 1
-
-
-def _fence_step(fence: tuple[str, int, int] | None, line: str) -> tuple[tuple[str, int, int] | None, bool]:
-    """Advance the fenced-code state (fence char, length, indentation) by one line: (new state, whether
-    this line is code). A closing line is indented at most 3 columns more than its opening line, as
-    CommonMark (and so the splitter, rag_assets.ingest.markdown) has it: an indented ```` ``` ```` inside
-    the code, such as a nested example, does not close it early."""
-    if fence is None:
-        m = _FENCE_OPEN.match(line)
-        if m:
-            return (m.group("fence")[0], len(m.group("fence")), _width(m.group("indent"))), True
-        return None, False
-    char, length, indent = fence
-    stripped = line.strip()
-    if stripped and set(stripped) == {char} and len(stripped) >= length and _width(line[: len(line) - len(line.lstrip())]) <= indent + 3:
-        return None, True
-    return fence, True
-
-
-def _width(indent: str) -> int:
-    return len(indent.expandtabs(4))
-
-
-# ---------------------------------------------------------------------------------------------
-# Tags
-
-
-def lex_tag(text: str, i: int) -> _Tag | None:
-    """The JSX/HTML tag starting at text[i] == "<", or None when what is there is not a tag."""
-    return _lex_tag(text, i, _MAX_TAG_CHARS)[0]
-
-
-def _lex_tag(text: str, i: int, window: int) -> tuple[_Tag | None, int]:
-    """(lex_tag's answer, how far it looked: one past the last character it may have read), looking
-    at most `window` characters ahead."""
-    n = len(text)
-    limit = min(n, i + window)
-    tag = _lex_within(text, i, n, limit)
-    return tag, (tag.end if tag is not None else limit)
-
-
-def _lex_within(text: str, i: int, n: int, limit: int) -> _Tag | None:
-    j = i + 1
-    kind = "open"
-    if j < n and text[j] == "/":
-        kind, j = "close", j + 1
-    if j < n and text[j] == ">":
-        return _Tag(i, j + 1, "", kind, {})  # fragment
-    m = _NAME.match(text, j)
-    if not m:
-        return None
-    name, j = m.group(0), m.end()
-    if name.endswith(":") or (j < n and text[j] in "@/" and kind == "open" and not text.startswith("/>", j)):
-        return None  # <https://…>, <me@example.com>: autolinks, not tags
-    attrs: dict[str, str | None] = {}
-    while j < limit:
-        while j < limit and text[j].isspace():
-            j += 1
-        if j >= limit:
-            return None
-        if text.startswith("/>", j):
-            return _Tag(i, j + 2, name, "self" if kind == "open" else kind, attrs)
-        if text[j] == ">":
-            return _Tag(i, j + 1, name, kind, attrs)
-        if kind == "close":
-            return None
-        if text[j] == "{":  # {...spread} or a boolean expression attribute
-            end = _balanced(text, j, limit)
-            if end is None:
-                return None
-            j = end
-            continue
-        a = _ATTR_NAME.match(text, j)
-        if not a:
-            return None
-        key, j = a.group(0), a.end()
-        k = j
-        while k < limit and text[k] in " \t\n":
-            k += 1
-        if k < limit and text[k] == "=":
-            k += 1
-            while k < limit and text[k] in " \t\n":
-                k += 1
-            if k >= limit:
-                return None
-            if text[k] in "\"'":
-                close = text.find(text[k], k + 1, limit)
-                if close < 0:
-                    return None
-                attrs[key] = text[k + 1 : close]
-                j = close + 1
-            elif text[k] == "{":
-                end = _balanced(text, k, limit)
-                if end is None:
-                    return None
-                inner = text[k + 1 : end - 1].strip()
-                # {"text"} / {'text'} / {`text`}: a string expression is text too
-                attrs[key] = inner[1:-1] if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'`" else None
-                j = end
-            else:
-                v = re.compile(r"[^\s\"'=<>`/]+").match(text, k)
-                if not v:
-                    return None
-                attrs[key] = v.group(0)
-                j = v.end()
-        else:
-            attrs[key] = None
-    return None
-
-
-def _balanced(text: str, i: int, limit: int) -> int | None:
-    """One past the "}" that closes the "{" at text[i] (strings and template literals skipped)."""
-    depth, j = 0, i
-    while j < limit:
-        c = text[j]
-        if c in "\"'`":
-            close = text.find(c, j + 1, limit)
-            if close < 0:
-                return None
-            j = close + 1
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return None
-
 
 # ---------------------------------------------------------------------------------------------
 # Rendering
@@ -354,7 +127,7 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
     if "<" not in body and "import" not in body and "export" not in body and "{/*" not in body:
         return result
     lines = body.split("\n")
-    imports, exports = _esm_statements(lines)
+    imports, exports = esm_statements(lines)
     snippet_names: dict[str, str] = {}
     drop: set[int] = set()
     for start, (imp, end) in imports.items():
@@ -380,7 +153,7 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
     for i, line in enumerate(lines):
         if i in drop:
             continue
-        fence, is_code = _fence_step(fence, line)
+        fence, is_code = fence_step(fence, line)
         if is_code:
             flush_text()
             if not renderer.dropping:
@@ -432,8 +205,8 @@ class _Renderer:
             line_flags.extend([self.depth > 0] * s.count("\n"))
 
         i, n, plain_from = 0, len(text), 0
-        spans = _CodeSpans(text) if "`" in text else None
-        # Looking for a tag's end reads ahead (up to _MAX_TAG_CHARS from each "<"); what it may read in
+        spans = CodeSpans(text) if "`" in text else None
+        # Looking for a tag's end reads ahead (up to MAX_TAG_CHARS from each "<"); what it may read in
         # all is bounded, so text made of almost-tags (`<A {<A {…`) costs time linear in its size.
         budget = _LEX_BUDGET_PER_CHAR * n + _LEX_BUDGET_FLOOR
         while i < n:
@@ -450,7 +223,7 @@ class _Renderer:
             if budget <= 0:
                 self._warn(f"MDX past character {i:,} is kept as text: it holds too many unfinished tags")
                 break
-            tag, reached = _lex_tag(text, i, min(_MAX_TAG_CHARS, budget))
+            tag, reached = lex_tag_within(text, i, min(MAX_TAG_CHARS, budget))
             budget -= reached - i
             if tag is None:
                 i += 1
@@ -462,7 +235,7 @@ class _Renderer:
         emit(text[plain_from:])
         return list(zip("".join(pieces).split("\n"), line_flags))
 
-    def _replace(self, tag: _Tag, text: str) -> str:
+    def _replace(self, tag: Tag, text: str) -> str:
         name, key = tag.name, tag.name.lower()
         if self.dropping:
             if tag.kind == "close" and key == self.dropping:
@@ -470,7 +243,7 @@ class _Renderer:
             return ""
         if tag.kind == "close":
             return self._close(name)
-        own_line = _alone_on_line(text, tag.start, tag.end)
+        own_line = alone_on_line(text, tag.start, tag.end)
         words = " ".join(v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v)
         snippet = self._snippet_source(tag)
         if snippet is not None:
@@ -511,7 +284,7 @@ class _Renderer:
         _, as_admonition = self.open.pop()
         return f"\n{_MARK}:::\n" if as_admonition else ""
 
-    def _snippet_source(self, tag: _Tag) -> str | None:
+    def _snippet_source(self, tag: Tag) -> str | None:
         if tag.name in self.snippet_names:
             return self.snippet_names[tag.name]
         if tag.name == "Snippet" and tag.attrs.get("file"):  # Mintlify's older <Snippet file="x.mdx" />
@@ -596,7 +369,7 @@ def _drop_comments(text: str, result: MdxRendering) -> str:
             text = new
     if "<!--" in text:
         out, pos = [], 0
-        in_span = _CodeSpanLook(text)
+        in_span = CodeSpanLook(text)
         while True:
             start = text.find("<!--", pos)
             if start < 0 or in_span(start):
@@ -612,59 +385,6 @@ def _drop_comments(text: str, result: MdxRendering) -> str:
     return text
 
 
-class _CodeSpanLook:
-    """in_span(i): an odd number of backticks between text[i]'s line start and i. Asked with growing i,
-    each character is counted once (a count from the line start for every comment of a one-line page
-    was quadratic)."""
-
-    def __init__(self, text: str):
-        self.text, self.pos, self.ticks = text, 0, 0
-
-    def __call__(self, i: int) -> bool:
-        text = self.text
-        newline = text.rfind("\n", self.pos, i)
-        if newline >= 0:
-            self.ticks, self.pos = 0, newline + 1
-        self.ticks += text.count("`", self.pos, i)
-        self.pos = i
-        return self.ticks % 2 == 1
-
-
-class _CodeSpans:
-    """The inline code spans of a text, found in one pass: a backtick run opens a span that the next run
-    of the same length in the same paragraph closes; a run with no such closer is literal. (A search
-    from every run to its paragraph's end was quadratic on a long paragraph full of code spans.)"""
-
-    def __init__(self, text: str):
-        breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)]  # where a blank line starts
-        runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
-        self.run_end = dict(runs)
-        self.closer_end: dict[int, int] = {}  # opening run's start -> one past its closing run
-        later: dict[int, tuple[int, int, int]] = {}  # run length -> (start, end, paragraph) of the next one
-        for start, end in reversed(runs):
-            paragraph = bisect.bisect_left(breaks, start)
-            nxt = later.get(end - start)
-            if nxt is not None and nxt[2] == paragraph:
-                self.closer_end[start] = nxt[1]
-            later[end - start] = (start, end, paragraph)
-
-    def after(self, i: int) -> int:
-        """Where the text goes on after the backtick run at i: past its code span, or past the run."""
-        return self.closer_end.get(i) or self.run_end[i]
-
-
-def _alone_on_line(text: str, start: int, end: int) -> bool:
-    """Only whitespace between text[start:end] and the line's ends; looks at that whitespace only (a
-    slice to the line's ends, once per tag, made a one-line page quadratic)."""
-    i = start - 1
-    while i >= 0 and text[i] != "\n" and text[i].isspace():
-        i -= 1
-    if i >= 0 and text[i] != "\n":
-        return False
-    j, n = end, len(text)
-    while j < n and text[j] != "\n" and text[j].isspace():
-        j += 1
-    return j == n or text[j] == "\n"
 
 
 def _without_frontmatter(text: str) -> str:
@@ -699,7 +419,7 @@ def _assemble(lines: list[tuple[str, bool, bool]]) -> str:
     out: list[str] = []
     fence: tuple[str, int, int] | None = None
     for line in dedented:
-        fence, is_code = _fence_step(fence, line)
+        fence, is_code = fence_step(fence, line)
         if not is_code and not line.strip():
             if not out or not out[-1]:
                 continue  # no leading blank line, no run of them
