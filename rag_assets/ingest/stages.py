@@ -261,7 +261,7 @@ def chunking_fingerprint(config: ChunkingConfig, encoding: str, model_name: str,
     # chunks carry the document's metadata: a new metadata policy re-makes them (the embedding cache,
     # keyed by text, keeps the vectors)
     return (
-        f"chunks-v6:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
+        f"chunks-v7:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
         f"{config.overlap_tokens}:{model_name}:{max_input_tokens}:{metadata}"
     )
 

@@ -21,6 +21,11 @@ def _sections(blocks: list[Block], page_title: str) -> list[_Section]:
     # so it is not a chunk with no section (build_index_text does not repeat the title in the header).
     sections = [_Section("", page_title, [page_title] if page_title else [], [])]
     stack: list[tuple[int, str]] = []  # (level, text) from the top heading down
+    first = next((b for b in blocks if b.type is BlockType.HEADING), None)
+    if page_title and (first is None or (first.heading_level or 1) > 1):
+        # No H1 opens the body: the site shows the title as the page's H1 (Docusaurus, Starlight,
+        # Mintlify, MkDocs Material), so every breadcrumb starts with it ("Build > Building").
+        stack.append((0, page_title))
     for block in blocks:
         if block.type is BlockType.HEADING:
             level = block.heading_level or 1
