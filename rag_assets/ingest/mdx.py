@@ -52,7 +52,7 @@ from rag_assets.ingest.mdx_lexer import (
 
 __all__ = ["Import", "MdxRendering", "SnippetLimitError", "find_imports", "lex_tag", "render_mdx"]
 
-RENDER_VERSION = "mdx-v1"  # part of the parse and split fingerprints: a new renderer re-parses every page
+RENDER_VERSION = "mdx-v2"  # part of the parse and split fingerprints: a new renderer re-parses every page
 
 # What looking for tags' ends may read in all, per character of the text (and a floor): a page never
 # needs more than its own length once; past the budget, the rest of the text is kept as it is.

@@ -60,7 +60,7 @@ EMBED_CALL_TEXTS = 256
 INDEX_GROUP_CHUNKS = 2000
 REPLACING = "replacing"  # an index record's fingerprint while its document's vectors are replaced
 # The splitter's version (and the MDX renderer's, whose output it splits): a new one re-splits every document.
-SPLIT_FINGERPRINT = f"blocks-v2:{mdx.RENDER_VERSION}"
+SPLIT_FINGERPRINT = f"blocks-v3:{mdx.RENDER_VERSION}"
 
 
 @dataclass
