@@ -13,9 +13,15 @@ and a code example that lives in an imported snippet file is a bare ``<CodeSampl
   files bind a component name to a snippet;
 - a JSX/HTML tag is lexed as a tag (name, attributes with quoted, ``{expression}`` or bare values,
   ``/>``), not matched by a pattern, so a ``>`` inside ``{…}`` or a string never ends it; the tags
-  go and their children stay; attribute values that are prose (``title``, ``label``, ``alt`` …) stay
-  as text; a component bound to a snippet import (or Mintlify's ``<Snippet file="…"/>``) is replaced
-  by the snippet's own rendered content;
+  go and their children stay; what a component shows besides them (its text attributes, a tab of
+  commands, a code component's code) is rag_assets.ingest.mdx_components', and so is the count of
+  the components whose text comes from the site's code (`MdxRendering.unrendered`); a component
+  bound to a snippet import (or Mintlify's ``<Snippet file="…"/>``) is replaced by the snippet's own
+  rendered content;
+- a JSX expression in the text reads as the reader sees it: a string literal as its value
+  (``{' '}``, ``{"text"}``); in an ``.mdx`` page, where every ``{…}`` outside code and math is an
+  expression, any other one is the site's code: left out and counted (EXPRESSION). In a plain
+  markdown page braces are text;
 - callout components (``<Note>``, ``<Warning>``, ``<Admonition type="tip">`` …) that stand on their
   own lines become ``:::note`` … ``:::`` admonitions, so the splitter keeps each one as a block
   labelled by its type;
@@ -43,12 +49,15 @@ either limit `render_mdx` raises SnippetLimitError, which fails the page by name
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rag_assets.ingest import mdx_components
+from rag_assets.ingest.mdx_components import PROSE_ATTRIBUTES, Shown
 from rag_assets.ingest.mdx_esm import Import, esm_statements, fence_step, find_imports
 from rag_assets.ingest.mdx_lexer import (
-    MAX_TAG_CHARS, CodeSpanLook, CodeSpans, Tag, alone_on_line, lex_tag, lex_tag_within)
+    MAX_TAG_CHARS, CodeSpanLook, CodeSpans, Tag, alone_on_line, balanced_end, js_string, lex_tag, lex_tag_within)
 
 __all__ = ["Import", "MdxRendering", "SnippetLimitError", "find_imports", "lex_tag", "render_mdx"]
 
@@ -58,14 +67,12 @@ RENDER_VERSION = "mdx-v2"  # part of the parse and split fingerprints: a new ren
 # needs more than its own length once; past the budget, the rest of the text is kept as it is.
 _LEX_BUDGET_PER_CHAR = 4
 _LEX_BUDGET_FLOOR = 200_000
-_SPECIAL = re.compile(r"[`\\<]")  # what the tag scan stops at: code spans, escapes, tags
+_SPECIAL = re.compile(r"[`\\<{]")  # what the tag scan stops at: code spans, escapes, tags, expressions
+_DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.DOTALL)
+EXPRESSION = "{expression}"  # how an unrenderable MDX expression in the text is counted
 MAX_SNIPPET_DEPTH = 5  # snippets inside snippets: deeper ones are left out, with one warning
 MAX_SNIPPET_EXPANSIONS = 1_000  # snippet uses a page may expand in all (each nested use counts)
 
-# Attribute values a reader sees as text on the rendered page.
-PROSE_ATTRIBUTES = frozenset({"title", "label", "alt", "caption", "description", "summary", "heading", "tip", "tooltip"})
-# ... of those, the ones shown where an inline component stands (a tooltip's text only shows on hover)
-_SHOWN_INLINE = PROSE_ATTRIBUTES - {"tip", "tooltip"}
 # Callout components of Mintlify, Docusaurus, Nextra and friends -> admonition type.
 CALLOUTS = {
     "note": "note", "info": "info", "tip": "tip", "warning": "warning", "caution": "caution",
@@ -82,6 +89,9 @@ class MdxRendering:
     snippets: list[str] = field(default_factory=list)  # import sources expanded, in order of first use
     changed: bool = False  # anything MDX-specific was found and rewritten
     expansions: int = 0  # snippet uses expanded into the body, nested ones included
+    # components whose text comes from the site's code (rag_assets.ingest.mdx_components), and
+    # expressions in an .mdx page's text (EXPRESSION): not rendered, counted by name
+    unrendered: Counter[str] = field(default_factory=Counter)
 
 
 class SnippetLimitError(ValueError):
@@ -124,21 +134,25 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
     SnippetLimitError when the snippets expand past `max_expansions` uses or `max_bytes` bytes."""
     shared = _shared or _Expansion(max_bytes, max_expansions)
     result = MdxRendering(body)
-    if "<" not in body and "import" not in body and "export" not in body and "{/*" not in body:
+    if "<" not in body and "import" not in body and "export" not in body and "{" not in body:
         return result
     lines = body.split("\n")
     imports, exports = esm_statements(lines)
     snippet_names: dict[str, str] = {}
+    imported: set[str] = set()  # names bound to code or data (a snippet is not data)
     drop: set[int] = set()
     for start, (imp, end) in imports.items():
         drop.update(range(start, end))
         if imp.default_name and _is_markdown_source(imp.source):
             snippet_names[imp.default_name] = imp.source
+        else:
+            imported.update(imp.names)
     for start, end in exports.items():
         drop.update(range(start, end))
     result.changed = bool(drop)
 
     renderer = _Renderer(doc_path, snippet_names, load_snippet, _depth, _stack, result, shared)
+    renderer.imported = frozenset(imported)
     if snippet_names or "<Snippet" in body:
         renderer.expanded_bytes = len(body.encode("utf-8"))  # the page's own text counts towards max_bytes
     out: list[tuple[str, bool, bool]] = []  # (line, inside a component, fenced code)
@@ -187,6 +201,8 @@ class _Renderer:
         self.refused: set[str] = set()  # snippets warned about once already
         self.open: list[tuple[str, bool]] = []  # (tag name, rendered as an admonition)
         self.dropping: str | None = None  # inside <script>/<style>: everything up to its end goes
+        self.imported: frozenset[str] = frozenset()  # names the page imports from code or data
+        self.is_mdx = doc_path.lower().endswith(".mdx")  # where every {…} in the text is an expression
 
     @property
     def depth(self) -> int:
@@ -206,6 +222,8 @@ class _Renderer:
 
         i, n, plain_from = 0, len(text), 0
         spans = CodeSpans(text) if "`" in text else None
+        in_math = CodeSpanLook(text, "$") if "$" in text else None
+        display_math = [m.span() for m in _DISPLAY_MATH.finditer(text)] if "$$" in text else []
         # Looking for a tag's end reads ahead (up to MAX_TAG_CHARS from each "<"); what it may read in
         # all is bounded, so text made of almost-tags (`<A {<A {…`) costs time linear in its size.
         budget = _LEX_BUDGET_PER_CHAR * n + _LEX_BUDGET_FLOOR
@@ -220,6 +238,16 @@ class _Renderer:
             if c == "\\":
                 i += 2  # an escaped "<" is text
                 continue
+            if c == "{":
+                end = self._expression_end(text, i, in_math, display_math)
+                if end is None:
+                    i += 1
+                    continue
+                emit(text[plain_from:i])
+                emit(self._expression(text[i + 1 : end - 1]))
+                self.result.changed = True
+                i = plain_from = end
+                continue
             if budget <= 0:
                 self._warn(f"MDX past character {i:,} is kept as text: it holds too many unfinished tags")
                 break
@@ -229,6 +257,13 @@ class _Renderer:
                 i += 1
                 continue
             emit(text[plain_from:i])
+            close = self._code_children_end(tag, text)
+            if close is not None:  # <CodeBlock>: its children are the code
+                emit(self._place(mdx_components.code_children_block(tag, text[tag.end : close.start]),
+                                 alone_on_line(text, tag.start, close.end)))
+                self.result.changed = True
+                i = plain_from = close.end
+                continue
             emit(self._replace(tag, text))
             self.result.changed = True
             i = plain_from = tag.end
@@ -244,7 +279,6 @@ class _Renderer:
         if tag.kind == "close":
             return self._close(name)
         own_line = alone_on_line(text, tag.start, tag.end)
-        words = " ".join(v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v)
         snippet = self._snippet_source(tag)
         if snippet is not None:
             if tag.kind == "open":
@@ -258,19 +292,50 @@ class _Renderer:
             if callout and own_line:
                 kind = str(tag.attrs.get("type") or callout).lower() if key in ("admonition", "callout", "aside") else callout
                 self.open.append((name, True))
+                words = " ".join(v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v)
                 title = f" {words}" if words else ""
                 return f"\n{_MARK}:::{kind}{title}\n"
             self.open.append((name, False))
-        if not words:
+        return self._place(mdx_components.shown(tag, own_line, self.imported), own_line)
+
+    def _place(self, shown: Shown, own_line: bool) -> str:
+        """What a component shows, where it stood: lines of their own (marked: not the children's
+        indentation), or inline text; an unrenderable one counted."""
+        if shown.unrendered:
+            self.result.unrendered[shown.unrendered] += 1
+        if not shown.text:
             return ""
-        if own_line:
-            return f"\n\n{_MARK}{words}\n\n"
-        if tag.kind == "self" or key in _VOID:
-            return f" {words} "  # an image's alt text stands where the image was
-        # an inline component's title (<Card title="…">) is read where it stands; a tooltip's text is
-        # not, nor an HTML element's title attribute (<iframe title="…">: a tooltip too)
-        shown = " ".join(v for k, v in tag.attrs.items() if k.lower() in _SHOWN_INLINE and v) if _is_component(name) else ""
-        return f" {shown} " if shown else ""
+        if shown.block:
+            return "\n\n" + "\n".join(_MARK + line for line in shown.text.split("\n")) + "\n\n"
+        return f" {shown.text} "
+
+    def _code_children_end(self, tag: Tag, text: str) -> Tag | None:
+        """The closing tag of a component whose children are code (<CodeBlock>), when it is in `text`."""
+        if self.dropping or not mdx_components.takes_code_children(tag):
+            return None
+        at = text.find(f"</{tag.name}", tag.end)
+        close = lex_tag(text, at) if at >= 0 else None
+        return close if close is not None and close.kind == "close" and close.name == tag.name else None
+
+    def _expression_end(self, text: str, i: int, in_math, display_math: list[tuple[int, int]]) -> int | None:
+        """One past the "}" of the MDX expression at text[i]; None where "{" is text: in a plain
+        markdown page unless the expression is a string literal, inside math, or unbalanced."""
+        if self.dropping or (in_math is not None and in_math(i)) or any(s <= i < e for s, e in display_math):
+            return None
+        end = balanced_end(text, i, min(len(text), i + MAX_TAG_CHARS))
+        if end is None or (not self.is_mdx and js_string(text[i + 1 : end - 1]) is None):
+            return None
+        return end
+
+    def _expression(self, expr: str) -> str:
+        """What an MDX expression in the text shows: a string literal's value ({' '}, {"text"}); the
+        site's code otherwise, counted and left out."""
+        value = js_string(expr)
+        if value is not None:
+            return value
+        if expr.strip():
+            self.result.unrendered[EXPRESSION] += 1
+        return ""
 
     def _close(self, name: str) -> str:
         if not any(open_name == name for open_name, _ in self.open):
@@ -319,6 +384,7 @@ class _Renderer:
             shared.sizes[key] = len(inner.body.encode("utf-8"))
             self.result.warnings.extend(inner.warnings)
         self._count(path, 1 + inner.expansions, shared.sizes[key])
+        self.result.unrendered.update(inner.unrendered)  # each use of the snippet shows them again
         for s in [path, *inner.snippets]:
             if s not in self.result.snippets:
                 self.result.snippets.append(s)

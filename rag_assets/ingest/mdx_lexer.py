@@ -67,7 +67,7 @@ def _lex_within(text: str, i: int, n: int, limit: int) -> Tag | None:
         if kind == "close":
             return None
         if text[j] == "{":  # {...spread} or a boolean expression attribute
-            end = _balanced(text, j, limit)
+            end = balanced_end(text, j, limit)
             if end is None:
                 return None
             j = end
@@ -92,7 +92,7 @@ def _lex_within(text: str, i: int, n: int, limit: int) -> Tag | None:
                 attrs[key] = text[k + 1 : close]
                 j = close + 1
             elif text[k] == "{":
-                end = _balanced(text, k, limit)
+                end = balanced_end(text, k, limit)
                 if end is None:
                     return None
                 inner = text[k + 1 : end - 1].strip()
@@ -177,7 +177,7 @@ def js_strings(expr: str) -> list[str] | None:
     return None if any(v is None for v in values) else values  # type: ignore[return-value]
 
 
-def _balanced(text: str, i: int, limit: int) -> int | None:
+def balanced_end(text: str, i: int, limit: int) -> int | None:
     """One past the "}" that closes the "{" at text[i] (strings and template literals skipped)."""
     depth, j = 0, i
     while j < limit:
@@ -198,19 +198,19 @@ def _balanced(text: str, i: int, limit: int) -> int | None:
     return None
 
 class CodeSpanLook:
-    """in_span(i): an odd number of backticks between text[i]'s line start and i. Asked with growing i,
-    each character is counted once (a count from the line start for every comment of a one-line page
-    was quadratic)."""
+    """in_span(i): an odd number of backticks (or of `char`: "$" for inline math) between text[i]'s line
+    start and i. Asked with growing i, each character is counted once (a count from the line start for
+    every comment of a one-line page was quadratic)."""
 
-    def __init__(self, text: str):
-        self.text, self.pos, self.ticks = text, 0, 0
+    def __init__(self, text: str, char: str = "`"):
+        self.text, self.char, self.pos, self.ticks = text, char, 0, 0
 
     def __call__(self, i: int) -> bool:
         text = self.text
         newline = text.rfind("\n", self.pos, i)
         if newline >= 0:
             self.ticks, self.pos = 0, newline + 1
-        self.ticks += text.count("`", self.pos, i)
+        self.ticks += text.count(self.char, self.pos, i)
         self.pos = i
         return self.ticks % 2 == 1
 

@@ -316,7 +316,9 @@ def render_page(doc: ParsedDocument, ref: DocumentRef, max_file_bytes: int = 5_0
         log.warning("%s", warning)
     if len(rendering.warnings) > MAX_LOGGED_WARNINGS:
         log.warning("%s: %d more MDX warnings not shown", doc.doc_path, len(rendering.warnings) - MAX_LOGGED_WARNINGS)
-    stats = {"mdx_warnings": len(rendering.warnings), "snippets_expanded": len(rendering.snippets)}
+    stats = {"mdx_warnings": len(rendering.warnings), "snippets_expanded": len(rendering.snippets),
+             "unrendered_components": sum(rendering.unrendered.values()),
+             "unrendered_by_name": dict(rendering.unrendered.most_common())}
     if not rendering.changed:
         return doc, stats
     return replace(doc, body=rendering.body), stats

@@ -217,8 +217,18 @@ def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
         "snippets_expanded": sum(d.get("snippets_expanded", 0) for d in report.per_document.values()),
         "mdx_warnings": sum(d.get("mdx_warnings", 0) for d in report.per_document.values()),
         "metadata_warnings": sum(d.get("metadata_warnings", 0) for d in report.per_document.values()),
+        **unrendered_stats(report.per_document.values()),
     }
     return report
+
+
+def unrendered_stats(records: Iterable[dict]) -> dict:
+    """The components (and MDX expressions) whose text comes from the site's code, over the parsed
+    documents' records: how many, and how many of each name (the most frequent first)."""
+    by_name: Counter[str] = Counter()
+    for record in records:
+        by_name.update(record.get("unrendered_by_name") or {})
+    return {"unrendered_components": sum(by_name.values()), "unrendered_by_name": dict(by_name.most_common())}
 
 
 # 3. markdown splitting ------------------------------------------------------------------------
