@@ -9,7 +9,12 @@ Every generator renders these the same way, so every page gets them (the split s
   they are literal (CommonMark; MDX, Python-Markdown and goldmark agree). A no-break space reads as a
   space, a zero-width one as nothing. In a table, an escaped or encoded ``|`` stays ``\\|`` (a cell's
   text, not a column).
-- A heading's attribute block (``{ #anchor }``, ``{: .class}``) is not seen: it goes from the heading.
+- A heading's attribute block (``{ #anchor }``, ``{: .class}``) is not seen: it goes from the heading;
+  so does an attribute list attached to an element or on a line of its own (``[Go](#){ .md-button }``,
+  ``{ .annotate }``: Python-Markdown's attr_list, kramdown), never ``{item_id}``.
+- A markdown image (``![alt](src)``, ``![alt][ref]``) is a picture: its alt text is read only when
+  it fails to load, so it is not text (a figure's caption is: it stays). A paragraph that only held
+  pictures goes.
 - An admonition reads as its title, then its body: the opening marker becomes the title the site
   shows, its custom one (``:::note[My title]``, ``:::tip My title``, ``!!! note "My title"``,
   ``/// note | My title``) or else its type (``Note``); ``!!! note ""`` shows none. Closing markers
@@ -39,11 +44,20 @@ from rag_assets.ingest.markdown import (
 from rag_assets.ingest.mdx_esm import fence_step
 from rag_assets.ingest.mdx_lexer import CodeSpans
 from rag_assets.models import Block, BlockType
-from rag_assets.vocabulary.markup import strip_heading_attributes
+from rag_assets.vocabulary.markup import _ITEM, strip_heading_attributes
 
+# Markdown images (inline, reference, shortcut reference) and an attribute list attached to one: a
+# picture, its alt text only read when it fails to load
+_IMAGE = re.compile(r"!\[(?:[^\[\]\n]|\[[^\]\n]*\])*\](?:\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+                    r"|\[[^\]\n]*\])?(?:\{[^{}\n]*\})?")
+# an attribute list (Python-Markdown attr_list, kramdown): attached to what precedes it, or a line of its own
+_ATTRIBUTE_LIST = re.compile(r"(?:(?<=[^\s{])|^[ \t]*)\{:?[ \t]*" + _ITEM + r"(?:[ \t]+" + _ITEM + r")*[ \t]*\}(?=[ \t]*$|[^}])",
+                             re.MULTILINE)
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _ESCAPE = re.compile(r"\\([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
 _BACKTICKS = re.compile(r"`+")
+_BLANK_EDGES = re.compile(r"^(?:[ \t]*\n)+|(?:\n[ \t]*)+$")
+_MAY_CHANGE = re.compile(r"[&\\\u00a0\u200b{]|!\[")  # a cheap look first: most text has none of these
 _INVISIBLE = {"\u200b": "", "\u200c": "", "\u200d": "", "\ufeff": "", "\u00a0": " ", "\u202f": " "}
 _ATTRIBUTES = re.compile(r"\{[^{}]*\}\s*$")
 # `:::` types that are admonitions (Docusaurus, Starlight, VitePress): another type is a container
@@ -68,13 +82,16 @@ def readable_blocks(blocks: list[Block]) -> list[Block]:
             text = _readable_lines(_titled(text), table=False)
         else:
             text = _readable_lines(text, table=block.type is BlockType.TABLE)
-        out.append(block if text == block.text else replace(block, text=text))
+        if text == block.text:
+            out.append(block)
+        elif text.strip():  # a paragraph that only held a picture reads as nothing
+            out.append(replace(block, text=_BLANK_EDGES.sub("", text)))
     return out
 
 
 def _readable_lines(text: str, table: bool) -> str:
-    """Entities and escapes read, outside fenced and indented code."""
-    if "&" not in text and "\\" not in text and "\u00a0" not in text:
+    """Entities, escapes, images and attribute lists read, outside fenced and indented code."""
+    if not _MAY_CHANGE.search(text):
         return text
     lines = text.split("\n")
     code = _code_lines(lines)
@@ -117,13 +134,17 @@ def _block_parser() -> MarkdownIt:
 
 
 def _readable(text: str, table: bool = False) -> str:
-    """Entities and escapes of inline text read, outside its code spans."""
-    if "&" not in text and "\\" not in text and "\u00a0" not in text:
+    """Entities, escapes, images and attribute lists of inline text read, outside its code spans."""
+    if not _MAY_CHANGE.search(text):
         return text
     return _outside_code_spans(text, lambda part: _decoded(part, table))
 
 
 def _decoded(text: str, table: bool) -> str:
+    if "![" in text:
+        text = _IMAGE.sub("", text)
+    if "{" in text:
+        text = _ATTRIBUTE_LIST.sub("", text)
     def entity(m: re.Match) -> str:
         char = html.unescape(m.group(0))
         if char == m.group(0):
@@ -225,7 +246,8 @@ def _dedent(line: str, columns: int) -> str:
 GITHUB = "github"  # shortcodes become emoji
 MATERIAL = "material"  # ... and Material for MkDocs' icon shortcodes, pictures, go
 _SHORTCODE = re.compile(r"(?<![\w:]):([a-z0-9_+\-]+(?:-[a-z0-9_+\-]+)*):(?![\w:])")
-_ICON_SETS = ("material-", "fontawesome-", "octicons-", "simple-")
+# Material for MkDocs' icons, and the attribute list that styles one (``:octicons-heart-16:{ .heart }``)
+_ICON = re.compile(r"(?<![\w:]):(?:material|fontawesome|octicons|simple)-[a-z0-9-]+:(?:\{[^{}\n]*\})?")
 
 
 def emojize(body: str, style: str | None) -> str:
@@ -236,14 +258,14 @@ def emojize(body: str, style: str | None) -> str:
     import emoji  # imported when a page has something to convert
 
     def one(m: re.Match) -> str:
-        name = m.group(1)
-        if style == MATERIAL and name.startswith(_ICON_SETS):
-            return ""
-        converted = emoji.emojize(m.group(0), language="alias")
-        return converted if converted != m.group(0) else m.group(0)
+        return emoji.emojize(m.group(0), language="alias")
 
     def convert(text: str) -> str:
-        return _SHORTCODE.sub(one, text) if ":" in text else text
+        if ":" not in text:
+            return text
+        if style == MATERIAL:
+            text = _ICON.sub("", text)
+        return _SHORTCODE.sub(one, text)
 
     lines = body.split("\n")
     out, run, fence = [], [], None

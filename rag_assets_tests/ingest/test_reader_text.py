@@ -72,3 +72,18 @@ def test_split_blocks_keep_their_types_and_the_structure_the_source_had():
     # an entity or escape that reads as "#" or "|" never makes a heading or a column
     blocks, _ = split_document("&#35; not a heading\n\n\\# nor this\n\n1\\. not a list\n")
     assert [(b.type, b.text) for b in blocks] == [(BlockType.PROSE, "# not a heading\n\n# nor this\n\n1. not a list")]
+
+
+def test_image_alt_text_and_attribute_lists_are_not_read():
+    """Issue 42, item 8: image alt text no reader sees was indexed (a built page shows the picture; the
+    alt only when it fails to load), and so were MkDocs attribute lists ({ .md-button })."""
+    body = ("![Language selector preview](assets/lang.png){ width=\"300\" }\n\n"
+            "[![CI status](https://ci/badge.svg)](https://ci) and ![Funding][funding].\n\n"
+            "[Subscribe](#){ .md-button } to the list.\n\n"
+            "Keep {item_id}, `![not an image](x)` and { #not-attached }.\n\n"
+            "<figure markdown>\n  ![A chart](c.png)\n  <figcaption>Throughput per core</figcaption>\n</figure>\n")
+    assert [t for _, _, t in texts(body)] == [
+        "[](https://ci) and .\n\n[Subscribe](#) to the list.\n\n"
+        "Keep {item_id}, `![not an image](x)` and { #not-attached }.\n\n"
+        "<figure markdown>\n  \n  <figcaption>Throughput per core</figcaption>\n</figure>"]
+    assert emojize(":octicons-heart-fill-24:{ .heart } Sponsor", MATERIAL) == " Sponsor"
