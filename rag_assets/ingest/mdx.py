@@ -164,10 +164,17 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
             out.extend((line, inside, False) for line, inside in renderer.render_text("\n".join(text_lines)))
             text_lines.clear()
 
+    is_mdx = doc_path.lower().endswith(".mdx")
     for i, line in enumerate(lines):
         if i in drop:
             continue
-        fence, is_code = fence_step(fence, line)
+        opened = fence
+        fence, is_code = fence_step(fence, line, any_indent=is_mdx)
+        if opened is not None and fence is None and _width(line) > opened[2] + 3:
+            # MDX closes a fence at any indentation; markdown (the splitter) only within 3 columns of
+            # its opening line: the closing line is put there, so both read the same code block
+            line = " " * opened[2] + line.strip()
+            result.changed = True
         if is_code:
             flush_text()
             if not renderer.dropping:
@@ -179,6 +186,11 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
     if result.changed:
         result.body = _assemble(out)
     return result
+
+
+def _width(line: str) -> int:
+    """The indentation of a line, in columns."""
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
 def _is_markdown_source(source: str) -> bool:
@@ -279,6 +291,7 @@ class _Renderer:
         if tag.kind == "close":
             return self._close(name)
         own_line = alone_on_line(text, tag.start, tag.end)
+        parent = self.open[-1][0] if self.open else None  # the component it sits in
         snippet = self._snippet_source(tag)
         if snippet is not None:
             if tag.kind == "open":
@@ -296,7 +309,7 @@ class _Renderer:
                 title = f" {words}" if words else ""
                 return f"\n{_MARK}:::{kind}{title}\n"
             self.open.append((name, False))
-        return self._place(mdx_components.shown(tag, own_line, self.imported), own_line)
+        return self._place(mdx_components.shown(tag, own_line, self.imported, parent), own_line)
 
     def _place(self, shown: Shown, own_line: bool) -> str:
         """What a component shows, where it stood: lines of their own (marked: not the children's

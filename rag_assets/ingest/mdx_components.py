@@ -20,7 +20,9 @@ Known components that carry text in attributes:
 
 - tabs of commands: an attribute named after a package manager or tool (``<CommandTabs npm="npm i x"
   yarn="yarn add x"/>``, ``<PackageManagerTabs pnpm="…">``), or ``command``/``cmd``, is a tab of
-  that label and a shell code block; a ``<Fragment slot="npm">`` of such tabs shows its label;
+  that label and a shell code block; a child given to a tabs component as a slot (``<UIFrameworkTabs>
+  <Fragment slot="react">``, or any ``slot`` named after a package manager) shows its name as the
+  tab's label;
 - code components: ``<Code code={`…`} lang="js" title="x.js"/>`` (Starlight, expressive-code) is a fenced
   code block; ``<CodeBlock language="js" title="…">…</CodeBlock>`` (Docusaurus) takes its children as
   the code (`code_children`);
@@ -65,8 +67,9 @@ class Shown:
     unrendered: str | None = None
 
 
-def shown(tag: Tag, own_line: bool, imported: frozenset[str] | set[str]) -> Shown:
-    """What `tag` (an opening or self-closing tag) shows a reader (the module docstring)."""
+def shown(tag: Tag, own_line: bool, imported: frozenset[str] | set[str], parent: str | None = None) -> Shown:
+    """What `tag` (an opening or self-closing tag) shows a reader (the module docstring); `parent`: the
+    component it sits in, if any."""
     name = tag.name
     if name in CODE_COMPONENTS and "code" in tag.attrs:
         code = tag.attrs.get("code")
@@ -78,8 +81,8 @@ def shown(tag: Tag, own_line: bool, imported: frozenset[str] | set[str]) -> Show
         return Shown(command_tabs(commands), block=True)
     texts = [v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v]
     slot = tag.attrs.get("slot")
-    if slot and slot.lower() in COMMAND_TOOLS:
-        texts.insert(0, slot)  # a tab of a package manager's commands: its label
+    if slot and (slot.lower() in COMMAND_TOOLS or (parent or "").endswith("Tabs")):
+        texts.insert(0, slot)  # a tab (of a package manager's commands): its label
     items = js_strings(tag.exprs["items"]) if "items" in tag.exprs else None
     if items:
         texts.append(" · ".join(items))

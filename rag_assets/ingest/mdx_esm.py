@@ -116,11 +116,13 @@ def _bound_names(statement: str) -> tuple[str, ...]:
     return tuple(n for n in names if n)
 
 
-def fence_step(fence: tuple[str, int, int] | None, line: str) -> tuple[tuple[str, int, int] | None, bool]:
+def fence_step(fence: tuple[str, int, int] | None, line: str,
+               any_indent: bool = False) -> tuple[tuple[str, int, int] | None, bool]:
     """Advance the fenced-code state (fence char, length, indentation) by one line: (new state, whether
     this line is code). A closing line is indented at most 3 columns more than its opening line, as
     CommonMark (and so the splitter, rag_assets.ingest.markdown) has it: an indented ```` ``` ```` inside
-    the code, such as a nested example, does not close it early."""
+    the code, such as a nested example, does not close it early. `any_indent`: MDX's rule instead (it
+    has no indented code, so a closing fence may be indented any amount)."""
     if fence is None:
         m = _FENCE_OPEN.match(line)
         if m:
@@ -128,7 +130,8 @@ def fence_step(fence: tuple[str, int, int] | None, line: str) -> tuple[tuple[str
         return None, False
     char, length, indent = fence
     stripped = line.strip()
-    if stripped and set(stripped) == {char} and len(stripped) >= length and _width(line[: len(line) - len(line.lstrip())]) <= indent + 3:
+    if stripped and set(stripped) == {char} and len(stripped) >= length and (
+            any_indent or _width(line[: len(line) - len(line.lstrip())]) <= indent + 3):
         return None, True
     return fence, True
 

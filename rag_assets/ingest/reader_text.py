@@ -245,7 +245,7 @@ def _dedent(line: str, columns: int) -> str:
 
 GITHUB = "github"  # shortcodes become emoji
 MATERIAL = "material"  # ... and Material for MkDocs' icon shortcodes, pictures, go
-_SHORTCODE = re.compile(r"(?<![\w:]):([a-z0-9_+\-]+(?:-[a-z0-9_+\-]+)*):(?![\w:])")
+_SHORTCODE = re.compile(r"(?<![\w:]):([a-z0-9_+\-]{1,60}):(?![\w:])")
 # Material for MkDocs' icons, and the attribute list that styles one (``:octicons-heart-16:{ .heart }``)
 _ICON = re.compile(r"(?<![\w:]):(?:material|fontawesome|octicons|simple)-[a-z0-9-]+:(?:\{[^{}\n]*\})?")
 

@@ -250,7 +250,8 @@ def test_fits_callback_is_honoured(counter: TokenCounter) -> None:
     chunks = chunk(body, counter, fits=fits)
     assert all(fits(c.index_text) and not c.oversized for c in chunks)
     prose_words = [w for c in chunks if "code" not in c.block_types for w in words(c.text)]
-    assert prose_words[:2] == ["##", "Part"] and prose_words[2:] == words(prose(300, 3))
+    # the H1 has no body of its own: the first chunk under "Part" says both headings, as the page shows them
+    assert prose_words[:4] == ["#", "Title", "##", "Part"] and prose_words[4:] == words(prose(300, 3))
     # The code block fits max_tokens but not `fits`: cut (its one line at words), each piece fenced.
     code = [c for c in chunks if "code" in c.block_types]
     assert len(code) > 1 and all(c.text.startswith("```\n") and c.text.endswith("\n```") for c in code)
@@ -525,6 +526,18 @@ def test_the_page_intro_is_filed_under_the_page_title(counter: TokenCounter) -> 
     assert nxt.index_text.startswith("Pumps > Next\n\n")
     untitled = chunk(body, counter, title="")[0]
     assert (untitled.section, untitled.heading_breadcrumb) == ("", [])
+
+
+def test_a_heading_with_nothing_under_it_is_said_by_the_first_chunk_below_it(counter: TokenCounter) -> None:
+    """Issue 42, item 8: on a real Docusaurus site "Requirements", "Design", "Appendix" were lost: a heading
+    whose section holds only subsections made no chunk, so its words were in no chunk's text."""
+    body = f"## Requirements\n\n### Functional\n\n{prose(12, 1)}\n\n## Empty\n\n## Next\n\n{prose(12, 2)}\n"
+    chunks = chunk(body, counter, title="Design")
+    assert [c.text.split("\n\n")[:2] for c in chunks] == [["## Requirements", "### Functional"], ["## Next", prose(12, 2)]]
+    assert chunks[0].heading_breadcrumb == ["Design", "Requirements", "Functional"]
+    # the page's title as its H1 is in every chunk's header already: not repeated in the text
+    titled = chunk(f"# Design\n\n## Part\n\n{prose(12, 1)}\n", counter, title="Design")
+    assert titled[0].text.startswith("## Part\n\n")
 
 
 def test_the_title_starts_the_breadcrumbs_unless_an_h1_opens_the_body(counter: TokenCounter) -> None:

@@ -165,6 +165,9 @@ def test_command_tabs_keep_each_tools_command_as_a_labelled_code_block():
     slots = render('<PackageManagerTabs>\n  <Fragment slot="npm">\n  ```sh\n  npm i x\n  ```\n  </Fragment>\n'
                    '</PackageManagerTabs>\n')
     assert slots.body == "npm\n\n```sh\nnpm i x\n```"
+    frameworks = render('<UIFrameworkTabs>\n  <Fragment slot="react">\n  Hooks.\n  </Fragment>\n</UIFrameworkTabs>\n\n'
+                        '<Card>\n  <Fragment slot="icon">x</Fragment>\n</Card>\n')
+    assert frameworks.body == "react\n\nHooks.\n\nx"  # a slot of a tabs component is a tab: its name shows
 
 
 def test_jsx_expressions_read_as_the_reader_sees_them():
@@ -217,3 +220,13 @@ def test_an_asides_custom_title_replaces_its_type():
     body = '<Aside type="caution" title="Heads up">\n  Back up first.\n</Aside>\n\n<Aside>\n  Plain.\n</Aside>\n'
     blocks, _ = split_document(render(body).body)
     assert [(b.label, b.text) for b in blocks] == [("caution", "Heads up\n\nBack up first."), ("note", "Note\n\nPlain.")]
+
+
+def test_an_mdx_fence_closes_at_any_indentation_as_mdx_reads_it():
+    """A real Starlight page closed a fence 4 columns deeper than it opened: MDX (no indented code) closes
+    it there; read as markdown the fence ran on and swallowed the next tab's <Fragment slot="vue"> tags."""
+    body = ('<Tabs>\n  <Fragment slot="svelte">\n    ```svelte\n    <form on:submit={submit}></form>\n        ```\n'
+            '  </Fragment>\n  <Fragment slot="vue">\n    ```vue\n    <template></template>\n    ```\n  </Fragment>\n</Tabs>\n')
+    out = render(body).body
+    assert out == ("svelte\n\n```svelte\n<form on:submit={submit}></form>\n```\n\nvue\n\n```vue\n<template></template>\n```")
+    assert render_mdx(body, "page.md").body.count("```") == 4  # markdown's own rule is kept for .md

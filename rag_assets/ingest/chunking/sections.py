@@ -10,7 +10,7 @@ from rag_assets.models import Block, BlockType
 
 @dataclass
 class _Section:
-    heading_line: str  # "## Title", or "" before the first heading
+    heading_line: str  # "## Title", or "" before the first heading ("## A\n\n### B" when A has no body of its own)
     title: str  # the heading text; before the first heading, the page title (or "")
     breadcrumb: list[str]
     body: list[Block]
@@ -31,6 +31,14 @@ def _sections(blocks: list[Block], page_title: str) -> list[_Section]:
             level = block.heading_level or 1
             title = push_heading(stack, level, block.text)
             line = f"{'#' * level} {block.text}".rstrip()  # the stored text keeps the source line
+            last = sections[-1]
+            if len(sections) > 1 and not last.body and len(last.breadcrumb) < len(stack) \
+                    and last.title.casefold() != page_title.casefold():
+                # A heading with nothing under it but this one (## Requirements, then ### Functional):
+                # the reader sees both, so the first chunk under this one says both. (The page's title
+                # as an H1 is the header's already: not said twice.)
+                line = f"{last.heading_line}\n\n{line}"
+                sections.pop()
             sections.append(_Section(line, title, [t for _, t in stack], []))
         else:
             sections[-1].body.append(block)
