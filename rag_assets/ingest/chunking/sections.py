@@ -32,11 +32,10 @@ def _sections(blocks: list[Block], page_title: str) -> list[_Section]:
             title = push_heading(stack, level, block.text)
             line = f"{'#' * level} {block.text}".rstrip()  # the stored text keeps the source line
             last = sections[-1]
-            if len(sections) > 1 and not last.body and len(last.breadcrumb) < len(stack) \
-                    and last.title.casefold() != page_title.casefold():
-                # A heading with nothing under it but this one (## Requirements, then ### Functional):
-                # the reader sees both, so the first chunk under this one says both. (The page's title
-                # as an H1 is the header's already: not said twice.)
+            if len(sections) > 1 and not last.body and last.title.casefold() != page_title.casefold():
+                # A heading with nothing under it before this one (## Requirements, then ### Functional;
+                # or a step whose only content was a picture): the reader sees both, so the first chunk
+                # under this one says both. (The page's title as an H1 is the header's already.)
                 line = f"{last.heading_line}\n\n{line}"
                 sections.pop()
             sections.append(_Section(line, title, [t for _, t in stack], []))
