@@ -30,7 +30,8 @@ and a code example that lives in an imported snippet file is a bare ``<CodeSampl
 - HTML comments and ``{/* … */}`` comments are dropped.
 
 One module, one job: the ESM statements and the fenced-code state are rag_assets.ingest.mdx_esm, the
-tag lexer and code spans rag_assets.ingest.mdx_lexer; this module renders.
+tag lexer and code spans rag_assets.ingest.mdx_lexer, what a component shows rag_assets.ingest.mdx_components,
+putting the lines back together rag_assets.ingest.mdx_layout; this module renders.
 
 Anything that does not lex as a tag (``a < b``, ``List<T`` without an end, ``<https://…>``
 autolinks) stays text. Problems a site's own build would reject (an unclosed or stray closing tag,
@@ -56,6 +57,7 @@ from dataclasses import dataclass, field
 from rag_assets.ingest import mdx_components
 from rag_assets.ingest.mdx_components import PROSE_ATTRIBUTES, Shown
 from rag_assets.ingest.mdx_esm import Import, esm_statements, fence_step, find_imports
+from rag_assets.ingest.mdx_layout import MARK, assemble, without_frontmatter
 from rag_assets.ingest.mdx_lexer import (
     MAX_TAG_CHARS, CodeSpanLook, CodeSpans, Tag, alone_on_line, balanced_end, js_string, lex_tag, lex_tag_within)
 
@@ -116,9 +118,6 @@ class _Expansion:
 
 # load_snippet(source, importing doc_path) -> (the snippet's doc_path, its raw text), or None
 SnippetLoader = Callable[[str, str], "tuple[str, str] | None"]
-# A line the renderer inserted (an admonition fence for a callout): not part of the children's
-# indentation, marked until the dedent is done.
-_MARK = "\x00"
 # HTML elements that never have children: an opening tag is the whole element.
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
                    "source", "track", "wbr"})
@@ -184,7 +183,7 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
     flush_text()
     renderer.finish()
     if result.changed:
-        result.body = _assemble(out)
+        result.body = assemble(out)
     return result
 
 
@@ -307,7 +306,7 @@ class _Renderer:
                 self.open.append((name, True))
                 words = " ".join(v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v)
                 title = f" {words}" if words else ""
-                return f"\n{_MARK}:::{kind}{title}\n"
+                return f"\n{MARK}:::{kind}{title}\n"
             self.open.append((name, False))
         return self._place(mdx_components.shown(tag, own_line, self.imported, parent), own_line)
 
@@ -319,7 +318,7 @@ class _Renderer:
         if not shown.text:
             return ""
         if shown.block:
-            return "\n\n" + "\n".join(_MARK + line for line in shown.text.split("\n")) + "\n\n"
+            return "\n\n" + "\n".join(MARK + line for line in shown.text.split("\n")) + "\n\n"
         return f" {shown.text} "
 
     def _code_children_end(self, tag: Tag, text: str) -> Tag | None:
@@ -360,7 +359,7 @@ class _Renderer:
                 self._warn(f"<{self.open[-1][0]}> is never closed")
             self.open.pop()
         _, as_admonition = self.open.pop()
-        return f"\n{_MARK}:::\n" if as_admonition else ""
+        return f"\n{MARK}:::\n" if as_admonition else ""
 
     def _snippet_source(self, tag: Tag) -> str | None:
         if tag.name in self.snippet_names:
@@ -391,7 +390,7 @@ class _Renderer:
         shared, key = self.shared, (path, self.snippet_depth + 1)
         inner = shared.rendered.get(key)
         if inner is None:  # rendered once; every later use of it at this depth reuses the text
-            inner = render_mdx(_without_frontmatter(raw), path, self.load_snippet, _depth=self.snippet_depth + 1,
+            inner = render_mdx(without_frontmatter(raw), path, self.load_snippet, _depth=self.snippet_depth + 1,
                                _stack=(*self.snippet_stack, self.doc_path), _shared=shared)
             shared.rendered[key] = inner
             shared.sizes[key] = len(inner.body.encode("utf-8"))
@@ -405,7 +404,7 @@ class _Renderer:
         if not own_line and "\n" not in body:
             return body
         # the snippet's lines keep their own indentation: marked, so they do not count for the dedent
-        return "\n\n" + "\n".join(_MARK + line for line in body.split("\n")) + "\n\n"
+        return "\n\n" + "\n".join(MARK + line for line in body.split("\n")) + "\n\n"
 
     def _count(self, path: str, expansions: int, size: int) -> None:
         """Add one use of the snippet at `path` (`expansions` uses, `size` bytes, its nested ones
@@ -462,53 +461,3 @@ def _drop_comments(text: str, result: MdxRendering) -> str:
         out.append(text[pos:])
         text = "".join(out)
     return text
-
-
-
-
-def _without_frontmatter(text: str) -> str:
-    text = text.lstrip("\ufeff").replace("\r\n", "\n")
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end >= 0:
-            newline = text.find("\n", end + 4)
-            return text[newline + 1 :] if newline >= 0 else ""
-    return text
-
-
-def _assemble(lines: list[tuple[str, bool, bool]]) -> str:
-    """The output lines joined: each run of lines that sat inside a component dedented together
-    (relative indents kept, inserted marker lines not counted), then, outside fenced code, lines a
-    removed tag left blank made empty and runs of blank lines made one."""
-    dedented: list[str] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        margin = _common_indent([line for line in run if not line.startswith(_MARK)])
-        dedented.extend(line[1:] if line.startswith(_MARK) else line[margin:] for line in run)
-        run.clear()
-
-    for line, inside, _ in lines:
-        if inside:
-            run.append(line)
-            continue
-        flush()
-        dedented.append(line.removeprefix(_MARK))
-    flush()
-    out: list[str] = []
-    fence: tuple[str, int, int] | None = None
-    for line in dedented:
-        fence, is_code = fence_step(fence, line)
-        if not is_code and not line.strip():
-            if not out or not out[-1]:
-                continue  # no leading blank line, no run of them
-            line = ""
-        out.append(line)
-    while out and not out[-1]:
-        out.pop()
-    return "\n".join(out)
-
-
-def _common_indent(lines: list[str]) -> int:
-    widths = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
-    return min(widths, default=0)
