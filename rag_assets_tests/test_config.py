@@ -46,3 +46,19 @@ def test_the_groups_leave_the_settings_digest_equality_and_copies_as_they_were()
     assert other.chunking.chunk_max_tokens == 150 and other.paths.docs_dir == Path("/elsewhere")
     assert settings.chunking.chunk_max_tokens == 140
     assert pickle.loads(pickle.dumps(settings)).retrieval == settings.retrieval
+
+
+def test_one_variable_names_the_data_folder_and_each_folder_defaults_under_it(tmp_path):
+    """RAG_DATA_DIR: what a client entry needs to find every corpus from any working directory (the
+    documented entry set the default corpus's folders, and corpora made with --name, which live
+    under RAG_CORPORA_DIR, were not served)."""
+    root = tmp_path / "project" / "data"
+    settings = Settings.from_env({"RAG_DATA_DIR": str(root), "RAG_STATE_DIR": str(tmp_path / "state")})
+    assert (settings.docs_dir, settings.chroma_path, settings.corpora_dir, settings.cache_dir, settings.eval_dir,
+            settings.eval_results_dir) == (root / "docs", root / "chroma", root / "corpora", root / "cache",
+                                           root / "eval", root / "eval_results")
+    assert settings.state_dir == tmp_path / "state"  # a folder's own variable wins
+    assert repr(settings) == repr(Settings.from_env({}, **{k: getattr(settings, k) for k in (
+        "docs_dir", "chroma_path", "state_dir", "cache_dir", "eval_dir", "eval_results_dir", "corpora_dir")}))
+    moved = Settings.from_env({}).with_variables({"RAG_DATA_DIR": str(root)})
+    assert moved.docs_dir == root / "docs" and moved.corpora_dir == root / "corpora"

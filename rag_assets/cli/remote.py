@@ -38,17 +38,21 @@ def find_server(names: list[str]) -> tuple[str, str | None] | None:
         base = Settings.from_env()
     except Exception:  # noqa: BLE001 - a bad setting: the local path reports it
         return None
-    urls = set()
-    for name in names or ["default"]:
+    wanted = names or ["default"]
+    by_url: dict[str, int] = {}  # the servers answering for each corpus, by URL
+    for name in wanted:
         state_dir = base.state_dir if name == "default" else Path(base.corpora_dir) / name / "state"
-        info = server_file.read_live(state_dir)
-        if info is None or (info.get("token") and not token):
-            return None
-        if name == "default" and (info.get("docs_dir") != str(base.docs_dir.resolve())
-                                  or info.get("collection") != base.collection):
-            return None  # a server of this state folder for another docs folder or collection
-        urls.add(info["url"])
-    return (urls.pop(), token) if len(urls) == 1 else None
+        for info in server_file.live(state_dir):  # the last started first
+            if info.get("token") and not token:
+                continue
+            if name == "default" and (info.get("docs_dir") != str(base.docs_dir.resolve())
+                                      or info.get("collection") != base.collection):
+                continue  # a server of this state folder for another docs folder or collection
+            by_url[info["url"]] = by_url.get(info["url"], 0) + 1
+    for url, corpora in by_url.items():
+        if corpora == len(wanted):  # one server answers for every corpus asked
+            return url, token
+    return None
 
 
 def search(url: str, token: str | None, body: dict[str, Any]) -> dict[str, Any] | None:
