@@ -16,8 +16,6 @@ from urllib.parse import urlsplit
 from rag_assets.serving import server_file
 
 TIMEOUT_SECONDS = 30.0
-# the keys of SearchResult.as_dict, in its order: what `rag query --json` prints for a result
-RESULT_KEYS = ("chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score", "relevance")
 
 
 class ServerRefused(Exception):
@@ -111,14 +109,3 @@ def _unchunked(data: bytes) -> bytes:
         out += rest[:size]
         data = rest[size + 2:]
     return bytes(out)
-
-
-def result_as_dict(r: dict[str, Any], *extra: str) -> dict[str, Any]:
-    """A server result as `rag query --json` prints a local one (SearchResult.as_dict, then extra keys)."""
-    data = {k: r[k] for k in RESULT_KEYS if k in r and r[k] is not None}
-    if "context_tokens" in r:
-        data["context"] = r["context"]
-        data["context_tokens"] = r["context_tokens"]
-    for key in extra:
-        data[key] = r[key]
-    return data
