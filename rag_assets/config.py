@@ -146,9 +146,9 @@ class Settings:
     eval_embedding_model: str = field(default="", repr=False)
     allow_mass_delete: bool = False
     # automation under `dagster dev`: how often docs_sensor looks at the folder, and how often
-    # evaluation_sensor asks whether the index changed since the last evaluation. Dagster's sensor
-    # daemon wakes every 5 s and skips a sensor whose interval has not passed since its last tick
-    # ENDED, so an interval of 5 looks every other wake-up (every ~10 s); 1 looks at every wake-up
+    # evaluation_sensor asks whether the index changed since the last evaluation. The sensor daemon
+    # wakes every second (dagster.yaml's RunQueue; Dagster's own loop: every 5 s) and skips a sensor
+    # whose interval has not passed since its last tick ENDED: 1 looks at every wake-up
     sensor_interval_seconds: int = 1
     evaluation_interval_seconds: int = 30
     reconcile_cron: str = "0 2 * * *"  # when nightly_reconcile runs (once switched on)
