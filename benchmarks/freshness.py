@@ -4,7 +4,7 @@
 Run by hand from the repo root (results: benchmarks/freshness.md; summary: docs/benchmarks.md):
 
     .venv/bin/python benchmarks/freshness.py                      # the user's path: six edits
-    .venv/bin/python benchmarks/freshness.py --load 2             # the same with the machine at load 2
+    .venv/bin/python benchmarks/freshness.py --loads 0 2 --out benchmarks/freshness.md   # quiet, then at load 2
     .venv/bin/python benchmarks/freshness.py --kinds edit,add,edit,rename,delete --changes 20 --bursts 2
 
 The user's path, as the issue measured it: the bundled corpus copied into a scratch folder and indexed
@@ -24,8 +24,9 @@ launched: the daemon's dequeue), *launch* (launched to started: the hand-over to
 commit to the reader's first query that shows it). The parts add up to the total. Each run's steps
 are timed too.
 
---load N keeps N busy processes (a CPU spin each, at normal priority) beside everything, for "at load
-N" figures. The load average is printed with every figure; the machine is shared, so note it.
+--loads 0 2 runs it twice, each in a fresh scratch folder: as the machine is, then with 2 busy processes
+(a CPU spin each, at normal priority) beside everything: on a quiet machine, the quiet and the "at load
+2" figures in one command. The 1-minute load average is printed with every change and in the table.
 """
 
 from __future__ import annotations
@@ -346,26 +347,9 @@ def _spin() -> None:
         pass
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--changes", type=int, default=6, help="single changes (default 6)")
-    parser.add_argument("--kinds", default="edit", help="the cycle of single changes: edit, add, rename, delete "
-                                                        "(default: edit only, a word appended)")
-    parser.add_argument("--bursts", type=int, default=0, help="bursts of 10 simultaneous edits")
-    parser.add_argument("--pause", type=float, nargs=2, default=(8.0, 20.0), metavar=("MIN", "MAX"),
-                        help="seconds between a change being found and the next one (a user's pace; default 8 20)")
-    parser.add_argument("--load", type=int, default=0, help="busy processes kept beside it (for 'at load N')")
-    parser.add_argument("--label", default="this checkout")
-    parser.add_argument("--out", type=Path, help="append the result table to this markdown file")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    parser.add_argument("--watch", action="store_true",
-                        help="also run `rag watch` beside dagster dev (the sensor stays on and stands back)")
-    parser.add_argument("--reader", choices=("retrieve", "search"), default="retrieve",
-                        help="how the long-lived pipeline is asked (see Reader)")
-    args = parser.parse_args()
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-
-    print(f"load average at the start: {load_average():.2f}", flush=True)
+def run_once(args, kinds: list[str], load: int) -> str:
+    """The benchmark once, in a fresh scratch folder, with `load` busy processes beside it: its table."""
+    print(f"load average at the start: {load_average():.2f} ({load} busy processes to add)", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="rag-freshness-"))
     shutil.copytree(REPO / "data" / "docs", scratch / "docs")
     shutil.copytree(REPO / "data" / "eval", scratch / "eval")
@@ -386,19 +370,15 @@ def main() -> None:
             watcher = subprocess.Popen([str(Path(sys.executable).with_name("rag")), "watch", "--url", dagster.url],
                                        cwd=REPO, env=env, stdout=open(scratch / "watch.log", "wb"),
                                        stderr=subprocess.STDOUT, start_new_session=True)
-        spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.load)]
+        spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(load)]
         for spinner in spinners:
             spinner.start()
         time.sleep(10)  # the first sensor tick only takes the folder's snapshot
         log = run_changes(reader, scratch / "docs", kinds, args.changes, args.bursts, tuple(args.pause))
         rows, steps = breakdown([c for c in log if c["kind"] != "burst"], dagster)
         label = (f"{args.label} ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-                 f"{f', {args.load} busy processes beside it' if args.load else ''})")
-        table = report(log, rows, steps, label, reader.errors)
-        print("\n" + table)
-        if args.out:
-            with open(args.out, "a") as f:
-                f.write("\n" + table)
+                 f"{f', {load} busy processes beside it' if load else ''})")
+        return report(log, rows, steps, label, reader.errors)
     finally:
         for spinner in spinners:
             spinner.terminate()
@@ -415,6 +395,34 @@ def main() -> None:
             print(f"scratch kept: {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=6, help="single changes (default 6)")
+    parser.add_argument("--kinds", default="edit", help="the cycle of single changes: edit, add, rename, delete "
+                                                        "(default: edit only, a word appended)")
+    parser.add_argument("--bursts", type=int, default=0, help="bursts of 10 simultaneous edits")
+    parser.add_argument("--pause", type=float, nargs=2, default=(8.0, 20.0), metavar=("MIN", "MAX"),
+                        help="seconds between a change being found and the next one (a user's pace; default 8 20)")
+    parser.add_argument("--loads", type=int, nargs="+", default=[0], metavar="N",
+                        help="run once per N: with N busy processes beside it (0: as the machine is; '--loads 0 2' "
+                             "gives the quiet and the load-2 figures of a quiet machine in one command)")
+    parser.add_argument("--label", default="this checkout")
+    parser.add_argument("--out", type=Path, help="append the result tables to this markdown file")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--watch", action="store_true",
+                        help="also run `rag watch` beside dagster dev (the sensor stays on and stands back)")
+    parser.add_argument("--reader", choices=("retrieve", "search"), default="retrieve",
+                        help="how the long-lived pipeline is asked (see Reader)")
+    args = parser.parse_args()
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    for load in args.loads:
+        table = run_once(args, kinds, load)
+        print("\n" + table, flush=True)
+        if args.out:
+            with open(args.out, "a") as f:
+                f.write("\n" + table)
 
 
 if __name__ == "__main__":
