@@ -94,7 +94,7 @@ class Source:
     heading_breadcrumb: str
     title: str
     excerpt: str  # the chunk text, whitespace collapsed, cut to EXCERPT_CHARS
-    relevance_score: float  # dense cosine of question and chunk
+    relevance_score: float  # the chance that the chunk is relevant to the question, in [0, 1]
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -102,12 +102,15 @@ class Source:
 
 @dataclass
 class Answer:
-    question: str
+    """The textbook service's RAGResponse(answer, sources, processing_time_ms, tokens_used), in its
+    order; ours follow with defaults."""
+
     answer: str
     sources: list[Source]  # best first; [Source N] = sources[N-1]
     processing_time_ms: float
     tokens_used: int  # usage.total_tokens of the chat completion; 0 when the model was not called
-    model: str  # the model that answered ("" when the model was not called)
+    question: str = ""
+    model: str = ""  # the model that answered ("" when the model was not called)
     cited_sources: list[int] = field(default_factory=list)  # valid [Source N] numbers in the answer
     invalid_citations: list[int] = field(default_factory=list)  # cited numbers outside 1..len(sources)
     error: str | None = None  # set when the generation failed; the answer is then a graceful message

@@ -92,23 +92,24 @@ PLACED = "↑"
 
 def print_results(results: list[dict], mode: str, filters, avg: float, meets: bool, threshold: float) -> None:
     """The text output of one corpus's results (result_fields each), local or from a server: each
-    result's rank, its score labelled with what it is (fused, bm25 or cos), and the cosine; a result
-    ranked above one with a higher score is marked, and the mark explained once."""
+    result's rank, its score labelled with what it is (fused, bm25 or cos), its relevance and the raw
+    cosine; a result ranked above one with a higher score is marked, and the mark explained once."""
     label = SCORE_LABELS.get(RetrievalMode.parse(mode), "score")
     scores = [r["score"] for r in results]
     placed = False
     for rank, r in enumerate(results, 1):
         crumb = r["heading_breadcrumb"] or r["section"]
-        rel = f" · cos {r['relevance']:.3f}" if r.get("relevance") is not None and label != "cos" else ""
+        rel = f" · rel {r['relevance']:.2f}" if r.get("relevance") is not None else ""
+        cos = f" · cos {r['cosine']:.3f}" if r.get("cosine") is not None and label != "cos" else ""
         above_better = any(later > r["score"] for later in scores[rank:])
         placed = placed or above_better
-        print(f"{rank}. [{label} {r['score']:.3f}{PLACED if above_better else ''}{rel}] {r['doc_path']} — {crumb}")
+        print(f"{rank}. [{label} {r['score']:.3f}{PLACED if above_better else ''}{rel}{cos}] {r['doc_path']} — {crumb}")
         snippet = " ".join(r["text"].split())[:240]
         print(f"   {snippet}")
     if not results:
         print("no chunk matches these filters" if filters else "no results (is the index empty? run `rag ingest`)")
     elif not meets:
-        print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
+        print(f"(the best relevance, {avg:.2f}, is under RAG_MIN_RELEVANCE={threshold}: "
               "the indexed documents probably do not answer this)")
     if placed:
         print(f"({PLACED}: ranked above a result with a higher {label} score by the ranking's rules: a keyword or "

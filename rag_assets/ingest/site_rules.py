@@ -24,8 +24,9 @@ A folder is often a whole documentation repository, not just its pages. Left out
 Generators are recognised by their configuration: ``docs.json``/``mint.json`` (Mintlify),
 ``docusaurus.config.*``, a ``.vitepress`` folder, ``mkdocs.yml``, ``hugo.toml|yaml|json`` (or
 ``config.toml`` beside ``content/``), ``astro.config.*`` beside ``src/content/docs`` (Starlight). A
-configuration in JavaScript or TypeScript is not executed: its defaults apply (say more with
-``.ragignore`` or RAG_EXCLUDE). Folders kept on purpose (documents ingested from code) are never left out.
+configuration in JavaScript or TypeScript is never executed: what it writes as literal data is read
+(rag_assets.ingest.script_config) into `Site.config`; where it computes a value, the generator's
+defaults apply (say more with ``.ragignore`` or RAG_EXCLUDE). Folders kept on purpose (documents ingested from code) are never left out.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 import yaml
+
+from rag_assets.ingest.script_config import SCRIPT_SUFFIXES, read_script_config, unwrap
 
 GITIGNORE = "gitignore"
 MINTIGNORE = "mintignore"
@@ -145,10 +148,14 @@ def _site_at(directory: Path, rel: str, entries: dict) -> Site | None:
     if "docs.json" in names or "mint.json" in names:
         config = _read_config(directory / ("docs.json" if "docs.json" in names else "mint.json"))
         return Site("mintlify", rel, (rel,), config)
-    if any(n.startswith("docusaurus.config.") for n in names):
-        return Site("docusaurus", rel, (rel,))
+    docusaurus = _script_named(directory, names, "docusaurus.config")
+    if docusaurus is not None:
+        return Site("docusaurus", rel, (rel,), _script_config(docusaurus))
     if ".vitepress" in names:
-        return Site("vitepress", rel, (rel,))
+        vitepress = directory / ".vitepress"
+        found = _script_named(vitepress, _names(vitepress), "config") or _script_named(
+            vitepress / "config", _names(vitepress / "config"), "index")
+        return Site("vitepress", rel, (rel,), _script_config(found) if found else {})
     if "mkdocs.yml" in names or "mkdocs.yaml" in names:
         config = _read_yaml(directory / ("mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml"))
         docs_dir = str(config.get("docs_dir") or "docs").strip("/") if isinstance(config, dict) else "docs"
@@ -163,9 +170,30 @@ def _site_at(directory: Path, rel: str, entries: dict) -> Site | None:
             if isinstance(lang, dict) and lang.get("contentDir"):
                 content.add(str(lang["contentDir"]))
         return Site("hugo", rel, tuple(sorted(_rel(rel, c.strip("/")) for c in content)), config)
-    if any(n.startswith("astro.config.") for n in names) and (directory / "src" / "content" / "docs").is_dir():
-        return Site("starlight", rel, (_rel(rel, "src/content/docs"),))
+    astro = _script_named(directory, names, "astro.config")
+    if astro is not None and (directory / "src" / "content" / "docs").is_dir():
+        return Site("starlight", rel, (_rel(rel, "src/content/docs"),), _script_config(astro))
     return None
+
+
+def _names(directory: Path) -> set[str]:
+    try:
+        return set(os.listdir(directory))
+    except OSError:
+        return set()
+
+
+def _script_named(directory: Path, names: set[str], stem: str) -> Path | None:
+    """`stem.ts`, `stem.js`, … in a folder (the first in SCRIPT_SUFFIXES' order), else None."""
+    return next((directory / f"{stem}{suffix}" for suffix in SCRIPT_SUFFIXES if f"{stem}{suffix}" in names), None)
+
+
+def _script_config(path: Path) -> dict:
+    """A JavaScript/TypeScript configuration's object, read as data (rag_assets.ingest.script_config: its
+    literal values; {} when it says nothing readable). Wrappers such as defineConfig are taken off; calls
+    inside (Starlight's `starlight({...})`) stay as `Call`s."""
+    value = unwrap(read_script_config(path))
+    return value if isinstance(value, dict) else {}
 
 
 class _AnyTagLoader(yaml.SafeLoader):

@@ -65,8 +65,9 @@ FIELDS: dict[str, dict[str, Any]] = {
                               "(default: the server's first corpus; list_pages names them)"},
     "prefer": {"type": "string", "description": "the reader's module, chapter or doc_path: its results move up a "
                                                 "few places (nothing is filtered)"},
-    "min_relevance": {"type": "number", "minimum": -1, "maximum": 1,
-                      "description": "the gate of meets_threshold, a cosine (default RAG_MIN_RELEVANCE)"},
+    "min_relevance": {"type": "number", "minimum": 0, "maximum": 1,
+                      "description": "the gate of meets_threshold: a relevance, the chance a chunk is relevant "
+                                     "(default RAG_MIN_RELEVANCE)"},
     "context_key": {"type": "string", "description": "accepted as RetrieveRequest has it (part of the cache key)"},
     "question": {"type": "string", "minLength": 1, "description": "the question to answer"},
     "max_sources": {"type": "integer", "minimum": 1, "maximum": MAX_SOURCES, "default": 5,

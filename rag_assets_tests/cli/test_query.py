@@ -190,16 +190,16 @@ def test_the_printed_score_says_what_it_is_and_marks_a_result_ranked_above_a_hig
     from rag_assets.cli.query import print_results
 
     def result(score, path):
-        return {"score": score, "relevance": 0.5, "doc_path": path, "section": "S", "heading_breadcrumb": "P > S",
-                "text": "text"}
+        return {"score": score, "relevance": 0.5, "cosine": 0.25, "doc_path": path, "section": "S",
+                "heading_breadcrumb": "P > S", "text": "text"}
 
     print_results([result(4.627, "a.md"), result(2.584, "b.md"), result(-1.366, "c.md"), result(1.542, "d.md")],
                   "hybrid", None, 0.5, True, 0.25)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "1. [fused 4.627 · cos 0.500] a.md — P > S"
-    assert lines[2] == "2. [fused 2.584 · cos 0.500] b.md — P > S"
-    assert lines[4] == "3. [fused -1.366↑ · cos 0.500] c.md — P > S"
+    assert lines[0] == "1. [fused 4.627 · rel 0.50 · cos 0.250] a.md — P > S"
+    assert lines[2] == "2. [fused 2.584 · rel 0.50 · cos 0.250] b.md — P > S"
+    assert lines[4] == "3. [fused -1.366↑ · rel 0.50 · cos 0.250] c.md — P > S"
     assert lines[6].startswith("4. [fused 1.542 ·") and lines[-1].startswith("(↑: ranked above a result with a higher")
     print_results([result(0.8, "a.md"), result(0.7, "b.md")], "vector", None, 0.5, True, 0.25)
     out = capsys.readouterr().out
-    assert "1. [cos 0.800] a.md" in out and "↑" not in out
+    assert "1. [cos 0.800 · rel 0.50] a.md" in out and "↑" not in out
