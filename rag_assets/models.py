@@ -57,6 +57,7 @@ class Catalog:
     # pages found but out of the corpus's scope (rag_assets.ingest.scope): doc path -> reason. Those
     # in `left_out_read` were read to decide (frontmatter, language); the others by their path alone
     left_out: dict[str, str] = field(default_factory=dict)
+    left_out_languages: dict[str, str] = field(default_factory=dict)  # doc path -> language, for translations
     left_out_read: list[str] = field(default_factory=list)
     # the fingerprints of the pages read and left out: a later look whose stat matches does not read them again
     left_out_refs: list[DocumentRef] = field(default_factory=list)

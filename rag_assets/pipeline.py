@@ -59,6 +59,7 @@ from rag_assets.vocabulary.modes import RetrievalMode, validate_top_k
 from rag_assets.retrieval.context import (DocumentChunk, RAGContext, RetrieveRequest, relevance_gate,
                                          validate_min_relevance)
 from rag_assets.retrieval.retriever import QueryPlan, Retriever, SearchResult
+from rag_assets.vocabulary.site import site_path_of, url_of
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +204,11 @@ class RAGPipeline:
             )
         )
         sources: list[str] = []
+        urls: list[str] = []  # where each source is published ("" for a page of a folder that is no site)
         for chunk in context.document_chunks:
             if chunk.doc_path not in sources:
                 sources.append(chunk.doc_path)
+                urls.append(url_of(chunk.metadata))
         answer, answer_meta = "", {}
         if wants_answer:
             generated = answer_from_context(context.query, context, answer=self.settings.answer)
@@ -229,6 +232,7 @@ class RAGPipeline:
                 "pipeline_type": PIPELINE_TYPE,
                 "fallback_used": context.fallback_used,
                 # beyond the contract
+                "source_urls": urls,  # the URL each of `sources` is published at, when its folder is a site
                 "chunk_ids": [c.chunk_id for c in context.document_chunks],
                 "matched_texts": [c.text for c in context.document_chunks],  # the chunks the contexts grew from
                 "context_tokens": [c.context_tokens for c in context.document_chunks],
@@ -382,11 +386,12 @@ class RAGPipeline:
 
 
 def in_place(result: SearchResult, place: str) -> bool:
-    """The result comes from the reader's place: its module, its chapter, or under that doc_path."""
+    """The result comes from the reader's place: its module, its chapter, or under that doc_path (or
+    that site_path: the page's path under its docs site's content root, rag_assets.vocabulary.site)."""
     meta = result.metadata or {}
     return (place in (str(meta.get("module", "")), str(meta.get("chapter", "")))
-            or result.doc_path == place or result.doc_path.startswith(place + "/")
-            or result.doc_path.removesuffix(".md").removesuffix(".mdx") == place)
+            or any(path == place or path.startswith(place + "/") or path.removesuffix(".md").removesuffix(".mdx") == place
+                   for path in (result.doc_path, site_path_of(meta)) if path))
 
 
 def prefer_place(results: list[SearchResult], place: str, places: int = PREFERENCE_PLACES) -> list[SearchResult]:

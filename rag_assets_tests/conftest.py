@@ -86,6 +86,15 @@ def built(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def site_built(tmp_path_factory):
+    """(env, settings) of an index over a small docs site whose pages carry version, url, route and
+    site_path (support/site_pages.py), built once per test module."""
+    from rag_assets_tests.support import site_pages
+
+    return site_pages.build_site_index(tmp_path_factory.mktemp("site"))
+
+
+@pytest.fixture(scope="module")
 def chat():
     """The OpenAI-compatible chat stub the serving tests' answers come from (support.serving.chat_stub),
     one per test module (serving/ and system/test_serve.py)."""

@@ -251,6 +251,82 @@ def test_retrieve_takes_the_rules_bot_call_form_too(pipeline):
         pipeline.retrieve(context_key="chan:9")
 
 
+# -- a docs site's pages: version, url, route and site_path (rag_assets.vocabulary.site) ----------------------
+SEARCH_QUESTION = "How do readers search the pages without a server?"
+INSTALL_QUESTION = "How do I install Zephyr?"
+
+
+@pytest.fixture(scope="module")
+def site(site_built):
+    return RAGPipeline.from_settings(site_built[1])
+
+
+def _site_facts(metadata: dict) -> dict:
+    from rag_assets.vocabulary.site import SITE_KEYS
+
+    return {key: metadata.get(key) for key in SITE_KEYS}
+
+
+def test_a_site_pages_version_url_route_and_site_path_reach_every_surface_but_the_index_text(site_built, site):
+    """Issue 42 items 4-5: the four keys the parse stage gives a site's page ride from its parsed
+    metadata into the vector store, the search snapshot, every result and the answers' sources (the
+    Python API's `source_urls`); none of them is embedded or keyword-indexed."""
+    from rag_assets.index.chroma_store import ChromaStore
+    from rag_assets.retrieval.terms import chunk_index_text
+    from rag_assets_tests.support.site_pages import BASE_URL, SEARCH_PLUGIN, SITE_FACTS
+
+    facts = SITE_FACTS[SEARCH_PLUGIN]
+    assert facts == {"version": "2.x", "url": f"{BASE_URL}/docs/plugin/search/", "route": "/docs/plugin/search/",
+                     "site_path": "plugin/search.md"}
+    store = ChromaStore.for_settings(site_built[1].paths, site.retriever.embedder)
+    stored = [meta for _, _, meta in store.iter_all() if meta["doc_path"] == SEARCH_PLUGIN]
+    assert stored and all(_site_facts(meta) == facts for meta in stored)
+    view = site.retriever.view()
+    assert _site_facts(view.documents()[SEARCH_PLUGIN]) == facts  # what filters select on
+    rows = [row for row in range(len(view)) if view.metadata(row)["doc_path"] == SEARCH_PLUGIN]
+    assert rows and all(_site_facts(view.metadata(row)) == facts for row in rows)
+    hit = site.search(SEARCH_QUESTION, None, 1)[0]
+    assert hit.doc_path == SEARCH_PLUGIN and _site_facts(hit.metadata) == facts
+    context = site.retrieve(RetrieveRequest(SEARCH_QUESTION, max_chunks=1))
+    assert _site_facts(context.document_chunks[0].metadata) == facts
+    assert _site_facts(context.as_dict()["document_chunks"][0]["metadata"]) == facts
+    out = site.query(SEARCH_QUESTION, top_k=1, generate_answer=False)["metadata"]
+    assert out["sources"] == [SEARCH_PLUGIN] and out["source_urls"] == [facts["url"]]
+    # what is embedded and keyword-indexed holds no address: a word only the URLs hold finds nothing
+    for row in range(len(view)):
+        indexed = chunk_index_text(view.text(row), view.metadata(row))
+        assert "example.dev" not in indexed and "/docs/" not in indexed and ".md" not in indexed
+    assert site.search("example", "keyword", 5) == []
+
+
+def test_version_path_prefix_and_the_readers_place_read_a_sites_own_paths(site):
+    """Pointed at the site's repository, `path_prefix` and `prefer` match a page's site_path (its path
+    under the site's content root) as well as its doc_path; `version` selects a version."""
+    from rag_assets_tests.support.site_pages import INSTALL_1, INSTALL_2, SEARCH_PLUGIN, SITE_DOCS
+
+    def found(filters):
+        return {r.doc_path for r in site.search(INSTALL_QUESTION, None, 5, filters)}
+
+    assert found({"version": "1.x"}) == {INSTALL_1}
+    assert INSTALL_1 not in found({"version": "2.x"}) and INSTALL_2 in found({"version": "2.x"})
+    assert found({"version": ["1.x", "2.x"]}) == set(SITE_DOCS)
+    assert found({"path_prefix": "plugin/"}) == found({"path_prefix": "handbook/pages/plugin/"}) == {SEARCH_PLUGIN}
+    assert found({"path_prefix": "guides/install", "version": "2.x"}) == {INSTALL_2}
+    # the reader is in the site's plugin section: its page moves up, nothing is filtered out
+    plain = site.retrieve(RetrieveRequest(INSTALL_QUESTION, max_chunks=4, min_relevance=-1.0))
+    placed = site.retrieve(RetrieveRequest(INSTALL_QUESTION, max_chunks=4, min_relevance=-1.0, prefer="plugin/"))
+    rank = {c.doc_path: c.retrieval_rank for c in placed.document_chunks}
+    assert rank[SEARCH_PLUGIN] == 1 < {c.doc_path: c.retrieval_rank for c in plain.document_chunks}[SEARCH_PLUGIN]
+    assert len(placed.document_chunks) == 4
+
+
+def test_a_version_filter_on_a_corpus_without_versions_says_so(pipeline):
+    from rag_assets.errors import InvalidFilterError
+
+    with pytest.raises(InvalidFilterError, match="no indexed page has a version"):
+        pipeline.search("rate limits", None, 3, {"version": "2.x"})
+
+
 def test_package_exports():
     import rag_assets
 

@@ -4,6 +4,7 @@
     result = answer_question("How do I stream responses?", max_sources=5)
     print(result.answer)                     # "... server-sent events [Source 1]."
     result.sources[0].doc_path               # what [Source 1] refers to
+    result.sources[0].url                    # where it is published, when the folder is a docs site
     result.cited()                           # the sources the answer cites, in citation order
 
 Contract (the rag-service-interface contract callers wrote; docs/api.md maps its names to ours):
@@ -16,7 +17,8 @@ Contract (the rag-service-interface contract callers wrote; docs/api.md maps its
 - Generation: one chat completion (temperature RAG_CHAT_TEMPERATURE=0.3, max_tokens
   RAG_CHAT_MAX_TOKENS=1500, model RAG_CHAT_MODEL or gpt-4o-mini) at OPENAI_BASE_URL (default the
   OpenAI API) with OPENAI_API_KEY. The prompt carries the numbered sources ``[Source 1] … [Source N]``
-  (title — heading breadcrumb, doc path, text) and the question, and asks for ``[Source N]`` citations.
+  (title — heading breadcrumb, doc path and, for a docs site's page, its URL, text) and the question, and
+  asks for ``[Source N]`` citations.
 - Citations: ``cited_sources`` are the numbers cited in the answer (first appearance order, no
   repeats) within 1..N; numbers outside it go to ``invalid_citations``. The answer text is kept as is.
 - Errors: no OPENAI_API_KEY raises ConfigurationError (before anything else). 429/5xx, timeouts,
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from rag_assets.config import ENV_VARS, AnswerSettings
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
+from rag_assets.vocabulary.site import url_of
 
 if TYPE_CHECKING:
     from rag_assets.retrieval.context import RAGContext
@@ -95,6 +98,8 @@ class Source:
     title: str
     excerpt: str  # the chunk text, whitespace collapsed, cut to EXCERPT_CHARS
     relevance_score: float  # the chance that the chunk is relevant to the question, in [0, 1]
+    # where the page is published, when its folder is a docs site (rag_assets.vocabulary.site); "" otherwise
+    url: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -344,6 +349,7 @@ def build_sources(context: "RAGContext") -> list[Source]:
             title=str(c.metadata.get("title") or ""),
             excerpt=_excerpt(c.text),
             relevance_score=c.relevance_score,
+            url=url_of(c.metadata),
         )
         for n, c in enumerate(chunks, 1)
     ]
@@ -357,7 +363,9 @@ def build_messages(question: str, context: "RAGContext") -> list[dict[str, str]]
         title = str(c.metadata.get("title") or "")
         where = c.heading_breadcrumb or c.section
         label = where if title and where.startswith(title) else " — ".join(p for p in (title, where) if p)
-        header = f"[Source {n}] {label} ({c.doc_path})" if label else f"[Source {n}] ({c.doc_path})"
+        # the page's published URL beside its path: what the model may name when it says where to read more
+        place = ", ".join(p for p in (c.doc_path, url_of(c.metadata)) if p)
+        header = f"[Source {n}] {label} ({place})" if label else f"[Source {n}] ({place})"
         # the chunk's context (its neighbours in its section: RAG_CONTEXT_TOKENS) is what the model reads
         blocks.append(f'<source n="{n}">\n{header}\n{_inert((c.context or c.text).strip())}\n</source>')
     user = (

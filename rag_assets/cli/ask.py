@@ -50,7 +50,8 @@ def run(args) -> int:
             for source in result.sources:
                 where = source.heading_breadcrumb or source.section
                 mark = "" if source.number in result.cited_sources or not result.cited_sources else " (not cited)"
-                print(f"[Source {source.number}] {source.doc_path}" + (f" — {where}" if where else "") + mark)
+                url = f" <{source.url}>" if source.url else ""
+                print(f"[Source {source.number}] {source.doc_path}" + (f" — {where}" if where else "") + url + mark)
         if result.invalid_citations:
             print(f"(the answer cites sources that do not exist: {result.invalid_citations})")
     sys.stdout.flush()

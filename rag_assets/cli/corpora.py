@@ -165,15 +165,35 @@ def left_out(scope: dict | None) -> int | None:
     return int(scope.get("documents_left_out") or 0)
 
 
+def left_out_pages(scope: dict | None) -> list[dict]:
+    """The pages a recorded look left out of a corpus's scope (StageStore.read_scope), by path: each
+    {"doc_path", "reason"}, and "language" for a translation (when the look recorded it)."""
+    scope = scope or {}
+    languages = scope.get("page_languages") or {}
+    rows = []
+    for path, reason in sorted((scope.get("pages") or {}).items()):
+        row = {"doc_path": path, "reason": reason}
+        if path in languages:
+            row["language"] = languages[path]
+        rows.append(row)
+    return rows
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("corpora", help="list the corpora: documents indexed, failed and left out, chunks, last "
                                        "ingest (how it ended, when) and last evaluation")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--left-out", nargs="?", const="", metavar="NAME",
+                   help="list each page the corpus's scope left out at its last look and why (a translation with its "
+                        "language), from the state its last ingest recorded; NAME: the corpus (default: `rag --corpus "
+                        "NAME`, else default)")
 
 
 def run_corpora(args) -> int:
     import json
 
+    if args.left_out is not None:
+        return run_left_out(args.left_out or args.corpus or DEFAULT_CORPUS, args.json)
     rows = corpus_rows()
     if args.json:
         print(json.dumps({"corpora": rows}, indent=2))
@@ -192,3 +212,34 @@ def run_corpora(args) -> int:
 
 def _or_dash(value) -> str:
     return "-" if value is None else str(value)
+
+
+def run_left_out(name: str, as_json: bool) -> int:
+    """`rag corpora --left-out NAME`: the pages its last look left out, read from the state database
+    (the folder is not walked again: what the last `rag ingest` decided is what is shown)."""
+    import json
+
+    from rag_assets.index.stage_store import StageStore
+    from rag_assets.ingest.scope import left_out_counts
+
+    corpus = select_corpus(name, None, create=False).over(Settings.from_env())
+    scope = StageStore.for_settings(corpus.settings().paths).read_scope()
+    pages = left_out_pages(scope)
+    by_reason = left_out_counts({p["doc_path"]: p["reason"] for p in pages})
+    language = str((scope or {}).get("default_language") or "")
+    if as_json:
+        print(json.dumps({"corpus": corpus.name, "looked": scope is not None, "default_language": language or None,
+                          "left_out": len(pages), "left_out_by_reason": by_reason, "pages": pages},
+                         indent=2, ensure_ascii=False))
+        return 0
+    if scope is None:
+        print(f"corpus {corpus.name}: no look at its folder recorded yet (`rag ingest` records one)")
+        return 0
+    reasons = ", ".join(f"{n} {reason}" for reason, n in by_reason.items())
+    print(f"corpus {corpus.name}: {len(pages)} page(s) left out of scope" + (f": {reasons}" if reasons else "")
+          + (f" (the corpus's language: {language})" if language else ""))
+    width = min(max((len(p["doc_path"]) for p in pages), default=0), 72)
+    for page in pages:
+        why = page["reason"] + (f" ({page['language']})" if page.get("language") else "")
+        print(f"  {page['doc_path']:{width}}  {why}")
+    return 0

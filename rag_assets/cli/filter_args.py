@@ -1,5 +1,7 @@
 """`rag query`/`rag ask` filter flags -> the filters mapping of rag_assets.retrieval.filters.
 
+`--version` is a filter (a docs site's version): `rag` itself has no program-wide `--version` flag.
+
 Repeating a flag (or a `--where` key) accepts any of its values; different keys must all hold. Values
 are handed on as typed; rag_assets.retrieval.filters.normalise compares them as it compares the API's
 (`--where level=2.0` is `{"level": 2.0}`, `--where draft=True` is `{"draft": True}`)."""
@@ -13,8 +15,10 @@ FLAGS = (  # flag, filter key, help
     ("--chapter", "chapter", "only documents of this chapter (the second folder, or frontmatter `chapter`)"),
     ("--doc-type", "doc_type", "only documents of this doc_type"),
     ("--tag", "tags", "only documents tagged with it (repeat: any of them)"),
-    ("--path-prefix", "path_prefix", "only documents whose path (relative to the docs folder) starts with it"),
+    ("--path-prefix", "path_prefix", "only documents whose path (relative to the docs folder, or for a docs site's "
+                                     "page to its content root) starts with it"),
     ("--lang", "language", "only documents in this language (a code: es, pt-BR; es also matches es-MX)"),
+    ("--version", "version", "only pages of this version of a docs site, as the site names it (2.x, next)"),
 )
 
 

@@ -59,7 +59,7 @@ def run_ingest(args) -> int:
         try:
             return _run_ingest(args)
         except IngestInterrupted as stopped:
-            return print_interrupted(stopped, args.json)
+            return print_interrupted(stopped, args.json, args.corpus.name)
 
 
 def _run_ingest(args) -> int:
@@ -75,7 +75,7 @@ def _run_ingest(args) -> int:
     summary, look = check_noop(settings) if args.workers == 1 and not moving else (None, None)
     if summary is not None and snapshot_follows(settings):  # else the full path builds the search snapshot
         summary.duration_seconds = round(time.perf_counter() - started, 3)
-        return print_summary(summary, args.json)
+        return print_summary(summary, args.json, args.corpus.name)
     if _nothing_to_index(settings):
         print(f"rag: no markdown files (*.md, *.mdx) under {settings.docs_dir}, and nothing is indexed yet: "
               "point --docs-dir (or RAG_DOCS_DIR) at the folder that holds your documents", file=sys.stderr)
@@ -97,7 +97,7 @@ def _run_ingest(args) -> int:
     finally:
         if warming is not None:
             warming.join()
-    return print_summary(summary, args.json)
+    return print_summary(summary, args.json, args.corpus.name)
 
 
 def scope_flags(args, env: dict[str, str]) -> dict[str, str]:
@@ -130,7 +130,7 @@ def run_ingest_doc(args) -> int:
         try:
             return _run_ingest_doc(args)
         except IngestInterrupted as stopped:
-            return print_interrupted(stopped, args.json)
+            return print_interrupted(stopped, args.json, args.corpus.name)
 
 
 def _run_ingest_doc(args) -> int:
@@ -153,10 +153,11 @@ def _run_ingest_doc(args) -> int:
     if summary.documents_processed + summary.documents_unchanged + summary.documents_failed == 0:
         summary.errors.append({"doc_path": doc_path, "error": "not discovered (hidden, not markdown, refused, or left out of the corpus's scope)"})
         summary.documents_failed = len(summary.errors)
-    return print_summary(summary, args.json)
+    return print_summary(summary, args.json, args.corpus.name)
 
 
-def print_summary(summary, as_json: bool) -> int:
+def print_summary(summary, as_json: bool, corpus: str = "default") -> int:
+    """The summary of an ingest of `corpus` (its name: where to look for what its scope left out)."""
     from dataclasses import asdict
 
     data = asdict(summary)
@@ -177,7 +178,7 @@ def print_summary(summary, as_json: bool) -> int:
                   "start only (an oversized code block or table: see chunk_embeddings in the UI)")
         if summary.blocks_split:
             print(f"{summary.blocks_split} code/table block(s) too big for one chunk were split at line boundaries")
-        print_left_out(summary)
+        print_left_out(summary, corpus)
         for err in summary.errors:
             print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
     if summary.removal_refused:
@@ -185,11 +186,11 @@ def print_summary(summary, as_json: bool) -> int:
     return EXIT_PARTIAL if summary.documents_failed or summary.removal_refused else EXIT_OK
 
 
-def print_interrupted(stopped, as_json: bool) -> int:
+def print_interrupted(stopped, as_json: bool, corpus: str = "default") -> int:
     """A stopped ingest: what it kept, what it did not start, and that the next `rag ingest` continues;
     130 for SIGINT, 143 for SIGTERM."""
     summary = stopped.summary
-    print_summary(summary, as_json)
+    print_summary(summary, as_json, corpus)
     how = "Ctrl-C" if summary.interrupted == "SIGINT" else summary.interrupted or "an interrupt"
     kept = (f"{summary.documents_processed} document(s) indexed by this ingest are kept"
             if summary.documents_processed else "no document was indexed by this ingest")
@@ -198,13 +199,15 @@ def print_interrupted(stopped, as_json: bool) -> int:
     return stopped.exit_code
 
 
-def print_left_out(summary) -> None:
-    """What the corpus's scope left out, by reason, and how to bring translations in."""
+def print_left_out(summary, corpus: str = "default") -> None:
+    """What the corpus's scope left out, by reason, where the pages are listed, and how to bring
+    translations in."""
     if not summary.left_out:
         return
     reasons = ", ".join(f"{n} {reason}" for reason, n in summary.left_out.items())
     print(f"left out of scope: {sum(summary.left_out.values())} page(s): {reasons}"
           + (f" (the corpus's language: {summary.default_language})" if summary.default_language else ""))
+    print(f"  each page and why: `rag corpora --left-out {corpus}` (and the document_catalog run's left_out_pages in the UI)")
     translations = summary.left_out.get("translation")
     if translations:
         print(f"  {translations} translated page(s) not indexed: `rag ingest --languages all` (or RAG_LANGUAGES=all, "

@@ -11,6 +11,7 @@ from rag_assets.cli.common import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, library_log
 from rag_assets.cli.filter_args import add_filter_arguments, filters_from_args
 from rag_assets.errors import ConfigurationError
 from rag_assets.vocabulary.modes import MAX_TOP_K, RetrievalMode
+from rag_assets.vocabulary.site import url_of
 
 
 def add_parser(sub) -> None:
@@ -103,7 +104,8 @@ def print_results(results: list[dict], mode: str, filters, avg: float, meets: bo
         cos = f" · cos {r['cosine']:.3f}" if r.get("cosine") is not None and label != "cos" else ""
         above_better = any(later > r["score"] for later in scores[rank:])
         placed = placed or above_better
-        print(f"{rank}. [{label} {r['score']:.3f}{PLACED if above_better else ''}{rel}{cos}] {r['doc_path']} — {crumb}")
+        print(f"{rank}. [{label} {r['score']:.3f}{PLACED if above_better else ''}{rel}{cos}] {r['doc_path']} — {crumb}"
+              f"{_published(r)}")
         snippet = " ".join(r["text"].split())[:240]
         print(f"   {snippet}")
     if not results:
@@ -115,6 +117,12 @@ def print_results(results: list[dict], mode: str, filters, avg: float, meets: bo
         print(f"({PLACED}: ranked above a result with a higher {label} score by the ranking's rules: a keyword or "
               "exact-term hit it is sure of stays near the top, and a page's results past RAG_MAX_RESULTS_PER_PAGE "
               "come after other pages'; docs/retrieval.md)")
+
+
+def _published(result: dict) -> str:
+    """ <URL>: where a result's page is published, when its folder is a docs site (its metadata's `url`)."""
+    url = url_of(result.get("metadata"))
+    return f" <{url}>" if url else ""
 
 
 def run_across(args, names: list[str]) -> int:
@@ -176,7 +184,8 @@ def run_across(args, names: list[str]) -> int:
 def print_across(results: list[dict]) -> None:
     """The text output of one ranking over several corpora, local or from a server."""
     for rank, r in enumerate(results, 1):  # the merged score falls with the rank (retrieval/across.py)
-        print(f"{rank}. [merged {r['score']:.4f}] {r['corpus']}: {r['doc_path']} — {r['heading_breadcrumb'] or r['section']}")
+        print(f"{rank}. [merged {r['score']:.4f}] {r['corpus']}: {r['doc_path']} — {r['heading_breadcrumb'] or r['section']}"
+              f"{_published(r)}")
         print(f"   {' '.join(r['text'].split())[:240]}")
     if not results:
         print("no results (are the corpora indexed? `rag corpora`)")

@@ -245,7 +245,8 @@ class StageStore:
 
     def read_scope(self) -> dict | None:
         """What the last look at the folder left out: {"left_out": {reason: pages}, "documents_left_out",
-        "default_language", "languages": {code: pages}, "pages": {doc path: reason}}; None before any."""
+        "default_language", "languages": {code: pages}, "pages": {doc path: reason}, "page_languages":
+        {doc path: language} (the translations'; absent when recorded by an earlier version)}; None before any."""
         raw = self.db.get_meta(_SCOPE)
         try:
             return json.loads(raw) if raw else None
@@ -341,6 +342,7 @@ class StageStore:
         except TypeError:  # recorded by another version: the next look reads those pages again
             catalog.left_out_refs = []
         catalog.left_out = dict(scope.get("pages") or {})
+        catalog.left_out_languages = dict(scope.get("page_languages") or {})
         catalog.left_out_read = [r.doc_path for r in catalog.left_out_refs]
         catalog.default_language = str(scope.get("default_language") or "")
         return catalog
@@ -354,6 +356,7 @@ def scope_record(catalog: Catalog) -> dict:
     return {"left_out": dict(sorted(counts.items(), key=lambda kv: -kv[1])), "documents_left_out": len(catalog.left_out),
             "default_language": catalog.default_language, "languages": catalog.languages,
             "pages": dict(sorted(catalog.left_out.items())),
+            "page_languages": dict(sorted(catalog.left_out_languages.items())),
             "read": [asdict(r) for r in catalog.left_out_refs]}
 
 

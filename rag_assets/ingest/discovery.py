@@ -130,7 +130,8 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
     layout = languages.detect_layout([d.doc_path for d in documents], rules.sites)
     scoped = scope_mod.apply(documents, layout, scope)
     return Catalog(docs_dir=str(root), documents=scoped.documents, errors=errors, excluded=excluded,
-                   left_out={**left_out, **scoped.left_out}, left_out_read=sorted(scoped.left_out),
+                   left_out={**left_out, **scoped.left_out}, left_out_languages=scoped.left_out_languages,
+                   left_out_read=sorted(scoped.left_out),
                    left_out_refs=[d for d in documents if d.doc_path in scoped.left_out],
                    default_language=scoped.default_language, languages=dict(scoped.languages.most_common()))
 

@@ -119,6 +119,8 @@ def facts_of(head: str) -> PageFacts:
 class Scoped:
     documents: list[DocumentRef]  # in scope, each with its language
     left_out: dict[str, str] = field(default_factory=dict)  # doc path -> reason (content decisions)
+    # doc path -> its language, for the pages left out as translations (what `rag corpora --left-out` shows)
+    left_out_languages: dict[str, str] = field(default_factory=dict)
     default_language: str = ""
     languages: Counter = field(default_factory=Counter)  # pages found per language (before the language rule)
 
@@ -148,6 +150,7 @@ def apply(refs: Sequence[DocumentRef], layout: languages.Layout, scope: ScopeSet
             out.left_out[ref.doc_path] = flagged
         elif wanted and language != languages.UNDETERMINED and not any(languages.same_language(language, w) for w in wanted):
             out.left_out[ref.doc_path] = TRANSLATION
+            out.left_out_languages[ref.doc_path] = language
         else:
             out.documents.append(ref)
     return out

@@ -88,12 +88,34 @@ def build_document_catalog(corpus: Corpus, names: CorpusNames, partitions: dg.Dy
 
         metadata = _catalog_metadata(catalog, added, stale_keys, deleted, orphans, orphan_vectors, refusal,
                                      vanished.doc_paths, started)
+        metadata.update(left_out_table(catalog, corpus.name))
         guard = dg.AssetCheckResult(
             check_name="no_removal_refused", passed=not refusal, severity=dg.AssetCheckSeverity.WARN,
             metadata={"refusal": refusal or "", "documents_to_remove": len(vanished.doc_paths) if refusal else 0})
         return dg.MaterializeResult(metadata=metadata, check_results=[guard])
 
     return document_catalog
+
+
+LEFT_OUT_ROWS = 200  # the run's table of pages left out shows this many; `rag corpora --left-out` lists them all
+
+
+def left_out_table(catalog, corpus_name: str) -> dict:
+    """The pages the corpus's scope left out, as a table in the run's metadata (the first LEFT_OUT_ROWS
+    by path: page, reason, language for a translation) and how many of them it shows."""
+    if not catalog.left_out:
+        return {}
+    rows = sorted(catalog.left_out.items())[:LEFT_OUT_ROWS]
+    records = [dg.TableRecord({"page": page, "reason": reason, "language": catalog.left_out_languages.get(page, "")})
+               for page, reason in rows]
+    schema = dg.TableSchema(columns=[
+        dg.TableColumn("page", "string", "the page's path under the docs folder"),
+        dg.TableColumn("reason", "string", "why it is out of the corpus's scope (rag_assets.ingest.scope)"),
+        dg.TableColumn("language", "string", "a translation's language"),
+    ])
+    every = "" if len(rows) == len(catalog.left_out) else f"; every one: rag corpora --left-out {corpus_name}"
+    return {"left_out_pages": dg.MetadataValue.table(records, schema),
+            "left_out_pages_shown": dg.MetadataValue.text(f"{len(rows)} of {len(catalog.left_out)}{every}")}
 
 
 def _catalog_metadata(catalog, added: list[str], stale_keys: list[str], deleted: dict[str, int], orphans,
@@ -116,9 +138,6 @@ def _catalog_metadata(catalog, added: list[str], stale_keys: list[str], deleted:
         "languages": dg.MetadataValue.json(catalog.languages),
         "seconds": round(time.perf_counter() - started, 3),
     }
-    if catalog.left_out:
-        metadata["left_out_pages"] = dg.MetadataValue.md(
-            "| page | reason |\n|---|---|\n" + "\n".join(f"| `{p}` | {r} |" for p, r in sorted(catalog.left_out.items())[:200]))
     if catalog.errors:
         metadata["errors"] = dg.MetadataValue.md(
             "| file | problem |\n|---|---|\n" + "\n".join(f"| `{e.path}` | {e.reason} |" for e in catalog.errors[:200])

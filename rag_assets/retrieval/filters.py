@@ -3,14 +3,18 @@
     {"module": "module-2"}                      # a scalar key: equal (as text: 3 == "3" == "3.0", True == "true")
     {"chapter": ["ch1", "ch2"]}                 # a list: any of them
     {"tags": ["ros", "nodes"]}                  # tags: the document has any of them (case-insensitive)
-    {"path_prefix": "guides/"}                  # doc_path starts with it (any of, for a list)
+    {"path_prefix": "guides/"}                  # doc_path or site_path starts with it (any of, for a list)
     {"module": "module-2", "doc_type": "lab"}   # several keys: all of them
     {"language": "zh"}                          # a page's language: zh matches zh, zh-CN, zh-TW; zh-CN only zh-CN
+    {"version": ["2.x", "next"]}                # a docs site's version, as the site names it (text: 1.10 is not 1.1)
 
 Keys are the document-level fields every chunk carries: `module`, `chapter`, `doc_type`, `tags`,
-`source`, `last_update_date`, `title`, any scalar frontmatter key, plus `path_prefix` (and
-`doc_path`, exact). A key no indexed document has is an InvalidFilterError that lists the keys
-there are. Filters select documents; the retriever then ranks inside that set (a Chroma `where` for
+`source`, `last_update_date`, `title`, a site's `version`, `url`, `route` and `site_path`
+(rag_assets.vocabulary.site), any scalar frontmatter key, plus `path_prefix` (and `doc_path`,
+exact). `path_prefix` matches a page's `site_path` too (its path under the site's content root), so
+`plugin/` selects a site's `plugin/` section when the folder indexed is the site's repository. A key
+no indexed document has is an InvalidFilterError that lists the keys there are (`version` says that
+no page of the corpus has one). Filters select documents; the retriever then ranks inside that set (a Chroma `where` for
 the dense list, a mask over the BM25 scores for the keyword list), so `top_k` results come back
 whenever that many chunks match.
 """
@@ -26,11 +30,14 @@ from typing import Any, Iterable
 
 from rag_assets.errors import InvalidFilterError
 from rag_assets.index.chroma_store import CHUNK_KEYS
+from rag_assets.vocabulary.site import SITE_PATH, VERSION, site_path_of
 
 PATH_PREFIX = "path_prefix"
 TAGS = "tags"
 LANGUAGE = "language"
 ALWAYS_KNOWN = frozenset({PATH_PREFIX, TAGS, LANGUAGE, "doc_path", "module", "chapter", "doc_type"})
+# keys compared as the text they are written in: "no" is Norwegian, version 1.10 is not 1.1
+_TEXT_KEYS = frozenset({TAGS, LANGUAGE, PATH_PREFIX, "doc_path", VERSION, SITE_PATH})
 
 
 # YAML's words for booleans (frontmatter `draft: yes` is True): a filter's text compares as the boolean
@@ -108,7 +115,7 @@ class Filters:
                                          f"{type(odd).__name__} {odd!r:.60}")
             if any(isinstance(v, float) and not math.isfinite(v) for v in values):
                 raise InvalidFilterError(f"filter {key!r}: a number must be finite, got {value!r}")
-            if key in (TAGS, LANGUAGE, PATH_PREFIX, "doc_path"):  # text as it is written ("no" is Norwegian)
+            if key in _TEXT_KEYS:
                 normalised = tuple(sorted({_text(key, v) for v in values}))
             else:
                 normalised = tuple(sorted({normalise(v) for v in values}))
@@ -124,6 +131,11 @@ class Filters:
     def check_keys(self, known: Iterable[str]) -> None:
         known = set(known) | ALWAYS_KNOWN
         unknown = [key for key, _ in self.clauses if key not in known]
+        if VERSION in unknown:
+            raise InvalidFilterError(
+                "filter 'version': no indexed page has a version. Versions come from a docs site that keeps "
+                "several (Docusaurus versioned_docs/, a Mintlify or MkDocs version list...); this corpus has none, "
+                "or its pages were indexed before versions were read (`rag ingest` again)")
         if unknown:
             raise InvalidFilterError(
                 f"unknown filter key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
@@ -133,7 +145,8 @@ class Filters:
     def matches(self, doc_path: str, fields: Mapping[str, Any]) -> bool:
         for key, values in self.clauses:
             if key == PATH_PREFIX:
-                ok = any(doc_path.startswith(v) for v in values)
+                site_path = site_path_of(fields)
+                ok = any(doc_path.startswith(v) or (site_path and site_path.startswith(v)) for v in values)
             elif key == "doc_path":
                 ok = doc_path in values
             elif key == TAGS:
@@ -141,6 +154,8 @@ class Filters:
             elif key == LANGUAGE:
                 code = _text(LANGUAGE, fields.get(LANGUAGE, ""))
                 ok = code in values or code.split("-", 1)[0] in values
+            elif key in _TEXT_KEYS:
+                ok = key in fields and _text(key, fields[key]) in values
             else:
                 ok = key in fields and normalise(fields[key]) in values
             if not ok:

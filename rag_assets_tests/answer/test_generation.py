@@ -322,6 +322,32 @@ def test_cli_ask_text_output_and_errors(cli_env, server, capsys):
     assert main(["ask", "  "]) == 2
 
 
+def test_a_site_pages_source_carries_its_url_in_the_answer_the_prompt_and_rag_ask(site_built, server, capsys,
+                                                                                   monkeypatch):
+    """Issue 42 item 5: an answer from a docs site's page names the URL it is published at, not only
+    its file (the page's `url`, rag_assets.vocabulary.site)."""
+    from rag_assets_tests.support.site_pages import BASE_URL, SEARCH_PLUGIN
+
+    url = f"{BASE_URL}/docs/plugin/search/"
+    question = "How do readers search the pages without a server?"
+    settings = dataclasses.replace(site_built[1], openai_api_key=API_KEY, openai_base_url=server.base_url)
+    server.reply("The search plugin indexes every page at build time [Source 1].")
+    result = answer_question(question, max_sources=1, pipeline=RAGPipeline.from_settings(settings), settings=settings)
+    assert result.sources[0].doc_path == SEARCH_PLUGIN and result.sources[0].url == url
+    assert result.as_dict()["sources"][0]["url"] == url
+    assert f"({SEARCH_PLUGIN}, {url})" in _user_prompt(server.chat_requests[0])
+    for key, value in site_built[0].items():
+        monkeypatch.setenv(key, value)
+    for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "RAG_CHAT_MODEL", "RAG_MIN_RELEVANCE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    assert main(["ask", question, "--max-sources", "1"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"^\[Source 1\] {re.escape(SEARCH_PLUGIN)} — Search plugin > Indexing pages <{re.escape(url)}>$",
+                     out, re.M), out
+
+
 def test_seed_positional_order_question_chapter_context_max_sources(pipeline, settings, server):
     server.reply("Add test cases with the button [Source 1].")
     result = answer_question(ON_TOPIC, "guide", 2, pipeline=pipeline, settings=settings)

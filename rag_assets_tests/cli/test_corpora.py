@@ -1,5 +1,6 @@
 """A second folder after the first: `rag ingest --docs-dir` (or RAG_DOCS_DIR) on a folder no corpus
-owns makes it a corpus of its own, and the first corpus's index is left exactly as it was."""
+owns makes it a corpus of its own, and the first corpus's index is left exactly as it was (each of
+those a `system` test: `rag` as a subprocess); `rag corpora --left-out` in process."""
 
 import json
 import os
@@ -11,8 +12,6 @@ import pytest
 
 from rag_assets.config import Settings
 from rag_assets_tests.support.corpus import write_corpus
-
-pytestmark = pytest.mark.system
 
 OTHER_DOCS = {
     "rules/movement.md": "# Movement\n\n## Difficult terrain\n\nA unit moving through difficult terrain spends two "
@@ -33,6 +32,7 @@ def as_json(proc):
     return json.loads(proc.stdout)
 
 
+@pytest.mark.system
 def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env, monkeypatch, capsys):
     first = as_json(rag("ingest", "--json"))
     assert first["documents_processed"] == 3
@@ -88,6 +88,7 @@ def test_a_second_folder_becomes_its_own_corpus_and_the_first_index_is_kept(env,
     assert as_json(rag("ingest", "--json"))["documents_unchanged"] == 3
 
 
+@pytest.mark.system
 def test_each_corpus_is_guarded_against_its_own_folder_emptying(env):
     rag("ingest", "--json")
     other = write_corpus(env / "faq", {f"q{i}.md": f"# Question {i}\n\nAnswer number {i} explains topic {i} "
@@ -101,6 +102,7 @@ def test_each_corpus_is_guarded_against_its_own_folder_emptying(env):
     assert corpora["faq"]["chunks"] > 0 and corpora["default"]["documents"] == 3
 
 
+@pytest.mark.system
 def test_a_first_folder_on_a_fresh_index_is_the_default_corpus(env):
     other = write_corpus(env / "mine", OTHER_DOCS)
     made = rag("ingest", "--docs-dir", str(other), "--json")
@@ -108,11 +110,13 @@ def test_a_first_folder_on_a_fresh_index_is_the_default_corpus(env):
     assert [c["name"] for c in as_json(rag("corpora", "--json"))["corpora"]] == ["default"]
 
 
+@pytest.mark.system
 def test_unknown_corpus_is_a_usage_error_naming_the_known_ones(env):
     proc = rag("--corpus", "nope", "query", "anything", codes=(2,))
     assert "no corpus named 'nope'" in proc.stderr and "default" in proc.stderr
 
 
+@pytest.mark.system
 def test_the_code_location_shows_a_registered_corpus_as_its_own_group(env):
     rag("ingest", "--json")
     other = write_corpus(env / "rules", OTHER_DOCS)
@@ -132,6 +136,7 @@ def test_the_code_location_shows_a_registered_corpus_as_its_own_group(env):
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy(), timeout=300)
 
 
+@pytest.mark.system
 def test_the_environment_form_of_the_newcomer_sequence(env):
     rag("ingest", "--json")
     other = write_corpus(env / "my-docs", OTHER_DOCS)
@@ -145,6 +150,7 @@ def test_the_environment_form_of_the_newcomer_sequence(env):
     assert corpora["default"]["documents"] == 3 and corpora["my_docs"]["documents"] == 2
 
 
+@pytest.mark.system
 def test_corpus_names_never_collide_with_the_default_corpus(env):
     """Issue 36 item 3: a folder named `rag` (or `RAG`) became corpus `rag`, collection `rag_chunks`, the
     default corpus's: results leaked both ways and `--allow-mass-delete` on it wiped the default's vectors.
@@ -184,6 +190,7 @@ def test_corpus_names_never_collide_with_the_default_corpus(env):
     assert as_json(rag("ingest", "--json"))["documents_unchanged"] == 3
 
 
+@pytest.mark.system
 def test_rag_ingest_name_names_a_new_corpus(env):
     """A Starlight site became `docs` (its folder's name): `--name` says what to call it."""
     site = write_corpus(env / "site" / "docs", OTHER_DOCS)
@@ -199,3 +206,41 @@ def test_rag_ingest_name_names_a_new_corpus(env):
     assert "rule_book indexes" in clash.stderr
     hit = as_json(rag("--corpus", "rule_book", "query", "What can a model shoot at?", "--json"))["results"][0]
     assert hit["doc_path"] == "rules/shooting.md"
+
+
+SPANISH = {
+    "es/guide/evaluation.md": "# Herramienta de evaluación\n\nLa herramienta de evaluación le permite comparar las "
+                              "respuestas del modelo con los resultados esperados. Cree casos de prueba nuevos desde la "
+                              "consola, añada las variables de cada caso y ejecute la evaluación completa para ver qué "
+                              "respuestas cumplen los criterios que ha definido para su aplicación.\n",
+    "upcoming.md": "---\ndraft: true\n---\n# Upcoming\n\nNot announced yet.\n",
+}
+
+
+def test_left_out_lists_each_page_and_why_from_the_state_the_last_look_recorded(rag_env, capsys):
+    """Issue 42 item 6: which pages were left out took a SQL query; `rag corpora --left-out NAME`
+    lists them with their reason (a translation with its language) from the recorded state."""
+    from rag_assets.cli.main import main
+    from rag_assets.index.stage_store import StageStore
+    from rag_assets.ingest.discovery import discover_for
+
+    write_corpus(rag_env / "docs", SPANISH)
+    assert main(["corpora", "--left-out", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["looked"] is False
+    settings = Settings.from_env()
+    StageStore.for_settings(settings.paths).write_catalog(discover_for(settings))  # what a catalog run records
+    shutil.rmtree(rag_env / "docs" / "es")  # the listing reads the recorded state: the folder is not walked again
+
+    assert main(["corpora", "--left-out", "default", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["corpus"] == "default" and listed["looked"] is True and listed["default_language"] == "en"
+    assert listed["pages"] == [{"doc_path": "es/guide/evaluation.md", "reason": "translation", "language": "es"},
+                               {"doc_path": "upcoming.md", "reason": "draft"}]
+    assert listed["left_out"] == 2 and listed["left_out_by_reason"] == {"translation": 1, "draft": 1}
+
+    assert main(["--corpus", "default", "corpora", "--left-out"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "corpus default: 2 page(s) left out of scope: 1 translation, 1 draft (the corpus's language: en)"
+    assert lines[1].split() == ["es/guide/evaluation.md", "translation", "(es)"] and lines[2].split() == ["upcoming.md", "draft"]
+    assert main(["corpora", "--left-out", "nosuch"]) == 2
+    assert "no corpus named 'nosuch'" in capsys.readouterr().err

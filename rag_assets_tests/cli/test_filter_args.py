@@ -27,3 +27,15 @@ def test_repeated_flags_are_any_of_and_no_flags_no_filter():
     assert _filters() is None
     assert _filters("--tag", "ros", "--tag", "nodes", "--where", "level=1", "--where", "level=2") == {
         "tags": ["ros", "nodes"], "level": ["1", "2"]}
+
+
+def test_version_is_a_filter_flag_of_every_retrieval_command():
+    """Issue 42 item 4: `rag query`/`rag ask --version V` select a docs site's version (`rag` has no
+    program-wide --version for it to clash with)."""
+    from rag_assets.cli.main import _parser
+
+    assert _filters("--version", "2.x", "--version", "next") == {"version": ["2.x", "next"]}
+    parser = _parser()
+    for command in (["query", "q"], ["ask", "q"]):
+        args = parser.parse_args([*command, "--version", "1.x", "--path-prefix", "plugin/"])
+        assert filters_from_args(args) == {"version": ["1.x"], "path_prefix": ["plugin/"]}

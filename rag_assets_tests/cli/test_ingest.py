@@ -269,6 +269,7 @@ def test_scope_flags_say_what_is_left_out_and_lang_filters(env, monkeypatch):
     out = rag("ingest", "--exclude", "rate-limits.md").stdout
     assert "left out of scope: 3 page(s): 2 translation, 1 exclude (the corpus's language: en)" in out
     assert "2 translated page(s) not indexed: `rag ingest --languages all`" in out
+    assert "each page and why: `rag corpora --left-out default`" in out
     monkeypatch.setenv("RAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")  # the collection's model, whatever is installed
     summary, _ = ingest_json("--languages", "all", "--exclude", "rate-limits.md")
     assert summary["left_out"] == {"exclude": 1} and summary["documents_processed"] == 2

@@ -53,6 +53,48 @@ def test_query_text_and_threshold_note(env, capsys):
     assert "under RAG_MIN_RELEVANCE" in out
 
 
+def test_query_text_names_a_site_pages_url_and_version_and_path_prefix_select(site_built, monkeypatch, capsys):
+    """Issue 42 items 4-5: each result's line names where its page is published; `--version` and a
+    `--path-prefix` under the site's content root select, on the site's repository root."""
+    from rag_assets_tests.support.site_pages import BASE_URL, INSTALL_1, SEARCH_PLUGIN
+
+    for key, value in site_built[0].items():
+        monkeypatch.setenv(key, value)
+    for var in ("RAG_EMBEDDER", "RAG_EMBEDDING_MODEL", "RAG_COLLECTION", "CHROMA_HOST", "RAG_RETRIEVAL_MODE"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["query", "How do readers search the pages without a server?", "--top-k", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(f"] {SEARCH_PLUGIN} — Search plugin > Indexing pages <{BASE_URL}/docs/plugin/search/>"), first
+    assert main(["query", "How do I install Zephyr?", "--version", "1.x", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["doc_path"] for r in out["results"]] == [INSTALL_1] and out["filters"] == {"version": ["1.x"]}
+    assert main(["query", "How do I install Zephyr?", "--path-prefix", "plugin/", "--json"]) == 0
+    assert [r["doc_path"] for r in json.loads(capsys.readouterr().out)["results"]] == [SEARCH_PLUGIN]
+
+
+def test_a_servers_results_and_a_ranking_over_corpora_name_the_url_too(capsys):
+    """`rag query` answered by a running `rag serve` prints the server's results (their metadata holds
+    the url), and so does a query over several corpora."""
+    from rag_assets.cli.query import print_across, print_results
+
+    url = "https://zephyr.example.dev/docs/plugin/search/"
+    served = {"doc_path": "handbook/pages/plugin/search.md", "section": "Indexing pages", "text": "The search plugin",
+              "heading_breadcrumb": "Search plugin > Indexing pages", "score": 0.9, "relevance": 0.6,
+              "metadata": {"url": url}, "corpus": "site"}
+    print_results([served], "hybrid", None, 0.6, True, 0.25)
+    print_across([served, {**served, "metadata": {}}])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(f"handbook/pages/plugin/search.md — Search plugin > Indexing pages <{url}>")
+    assert lines[2].endswith(f"site: handbook/pages/plugin/search.md — Search plugin > Indexing pages <{url}>")
+    assert lines[4].endswith("site: handbook/pages/plugin/search.md — Search plugin > Indexing pages")
+
+
+def test_a_version_filter_without_versions_is_a_usage_error_saying_so(env, capsys):
+    assert main(["query", "What does HTTP 429 mean?", "--version", "2.x"]) == 2
+    err = capsys.readouterr().err
+    assert "no indexed page has a version" in err and err.count("\n") == 1
+
+
 def test_query_usage_errors(env, capsys):
     assert main(["query"]) == 2
     assert main(["query", "x", "--top-k", "0"]) == 2

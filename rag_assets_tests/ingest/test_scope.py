@@ -64,7 +64,17 @@ def test_left_out_pages_are_counted_removed_when_they_leave_and_indexed_when_the
 
     meta = get_instance().get_latest_materialization_event(dg.AssetKey("document_catalog")).asset_materialization.metadata
     assert meta["documents_left_out"].value == 5 and meta["left_out"].value == summary.left_out
-    assert meta["default_language"].value == "en" and "`es/rate-limits.md` | translation" in meta["left_out_pages"].value
+    assert meta["default_language"].value == "en"
+    # each page and why, as a table (issue 42 item 6): a translation with its language
+    table = meta["left_out_pages"]
+    assert [c.name for c in table.schema.columns] == ["page", "reason", "language"]
+    assert [r.data for r in table.records] == [
+        {"page": "es/guide/evaluation.md", "reason": "translation", "language": "es"},
+        {"page": "es/guide/streaming.md", "reason": "translation", "language": "es"},
+        {"page": "es/rate-limits.md", "reason": "translation", "language": "es"},
+        {"page": "internal/runbook.md", "reason": "ragignore", "language": ""},
+        {"page": "upcoming.md", "reason": "draft", "language": ""}]
+    assert meta["left_out_pages_shown"].value == "5 of 5"
 
     page = site / "rate-limits.md"
     page.write_text("---\nnoindex: true\n---\n" + page.read_text(encoding="utf-8"), encoding="utf-8")

@@ -180,3 +180,40 @@ def test_language_matches_its_regions_unless_one_is_named():
     assert Filters.parse({"language": "zh"}).documents(fields) == {"a.md", "b.md"}
     assert Filters.parse({"language": "zh-cn"}).documents(fields) == {"a.md"}
     assert Filters.parse({"language": ["en", "pt-BR"]}).documents(fields) == {"c.md", "d.md"}
+
+
+# a docs site's pages (rag_assets.vocabulary.site): the repository root indexed, the site's content under handbook/pages/
+SITE_FIELDS = {
+    "handbook/pages/plugin/search.md": {"version": "2.x", "site_path": "plugin/search.md"},
+    "handbook/pages/guides/install.md": {"version": "2.x", "site_path": "guides/install.md"},
+    "handbook/previous/guides/install.md": {"version": "1.10", "site_path": "guides/install.md"},
+    "handbook/previous/guides/themes.md": {"version": "1.1", "site_path": "guides/themes.md"},
+    "notes/plugin/ideas.md": {},  # a page of no site in the same folder: its own path only
+}
+
+
+def test_path_prefix_matches_a_site_pages_path_under_the_site_as_well_as_its_doc_path():
+    """Issue 42 item 5: pointed at a site's repository, `--path-prefix plugin/` returned nothing."""
+    assert Filters.parse({"path_prefix": "plugin/"}).documents(SITE_FIELDS) == {"handbook/pages/plugin/search.md"}
+    assert Filters.parse({"path_prefix": "handbook/pages/plugin/"}).documents(SITE_FIELDS) == {"handbook/pages/plugin/search.md"}
+    assert Filters.parse({"path_prefix": "guides/"}).documents(SITE_FIELDS) == {
+        "handbook/pages/guides/install.md", "handbook/previous/guides/install.md", "handbook/previous/guides/themes.md"}
+    assert Filters.parse({"path_prefix": "notes/"}).documents(SITE_FIELDS) == {"notes/plugin/ideas.md"}
+    assert Filters.parse({"site_path": "guides/install.md"}).documents(SITE_FIELDS) == {
+        "handbook/pages/guides/install.md", "handbook/previous/guides/install.md"}
+
+
+def test_version_selects_a_sites_versions_by_their_names_as_text():
+    assert Filters.parse({"version": "2.x"}).documents(SITE_FIELDS) == {
+        "handbook/pages/plugin/search.md", "handbook/pages/guides/install.md"}
+    # a version's name is text: 1.10 is not 1.1 (as numbers they are one)
+    assert Filters.parse({"version": "1.10"}).documents(SITE_FIELDS) == {"handbook/previous/guides/install.md"}
+    assert Filters.parse({"version": ["1.1", "2.x"], "path_prefix": "guides/"}).documents(SITE_FIELDS) == {
+        "handbook/pages/guides/install.md", "handbook/previous/guides/themes.md"}
+    assert Filters.parse({"version": "1.10"}) != Filters.parse({"version": "1.1"})
+
+
+def test_a_version_filter_where_no_page_has_a_version_says_so():
+    with pytest.raises(InvalidFilterError, match="no indexed page has a version") as raised:
+        Filters.parse({"version": "2.x"}).documents({"a.md": {"module": "x"}, "b.md": {}})
+    assert "versioned_docs" in str(raised.value) and "known keys" not in str(raised.value)

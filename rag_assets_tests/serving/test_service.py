@@ -72,3 +72,42 @@ def test_warm_waits_for_a_one_time_snapshot_build_so_no_client_meets_it(tmp_path
     assert snapshot.rebuilds == 1 and snapshot.building is None
     assert _docs(service.search(search_request({"query": "HTTP 429 retry-after", "top_k": 3})))[0] == "rate-limits.md"
     assert snapshot.rebuilds == 1
+
+
+def test_a_site_pages_url_and_version_over_http_search_and_answer(site_built, chat):
+    """Issue 42 items 4-5 over HTTP: `filters.version` selects a docs site's version (and says so where
+    no page has one), each result's metadata carries the page's version, url, route and site_path, and
+    /answer's sources name the URL."""
+    import dataclasses
+
+    from starlette.testclient import TestClient
+
+    from rag_assets.serving.http_app import create_app
+    from rag_assets_tests.support.site_pages import BASE_URL, INSTALL_1, SEARCH_PLUGIN
+
+    settings = dataclasses.replace(site_built[1], openai_api_key="sk-test-000", openai_base_url=chat.base_url)
+    with TestClient(create_app(IndexService([(Corpus(base=settings), settings)])), base_url="http://127.0.0.1:8765") as client:
+        older = client.post("/search", json={"query": "How do I install Zephyr?", "filters": {"version": "1.x"}}).json()
+        assert [r["doc_path"] for r in older["results"]] == [INSTALL_1]
+        assert older["results"][0]["metadata"]["version"] == "1.x"
+        assert older["results"][0]["metadata"]["url"] == f"{BASE_URL}/docs/1.x/guides/install/"
+        plugin = client.post("/search", json={"query": "How do I install Zephyr?", "filters": {"path_prefix": "plugin/"}})
+        first = plugin.json()["results"][0]
+        assert first["doc_path"] == SEARCH_PLUGIN and first["metadata"]["site_path"] == "plugin/search.md"
+        assert first["metadata"]["route"] == "/docs/plugin/search/"
+        chat.reset()
+        chat.reply("Readers search a build-time index [Source 1].")
+        answer = client.post("/answer", json={"question": "How do readers search the pages without a server?",
+                                              "max_sources": 1}).json()
+        assert answer["sources"][0]["url"] == f"{BASE_URL}/docs/plugin/search/"
+
+
+def test_a_version_filter_over_a_corpus_without_versions_is_a_400_saying_so(tmp_path):
+    from starlette.testclient import TestClient
+
+    from rag_assets.serving.http_app import create_app
+
+    env, settings = build_sample_index(tmp_path)
+    with TestClient(create_app(IndexService([(Corpus(base=settings), settings)])), base_url="http://127.0.0.1:8765") as client:
+        r = client.post("/search", json={"query": QUESTION, "filters": {"version": "2.x"}})
+    assert r.status_code == 400 and "no indexed page has a version" in r.json()["error"]
