@@ -178,7 +178,7 @@ class Reader:
             if self.how == "search":
                 self.last_generation = self.pipeline.retriever.current_generation()
                 return self.pipeline.search(text, None, 5)
-            found = self.pipeline.retrieve(RetrieveRequest(text, max_chunks=5, min_relevance=-1.0))
+            found = self.pipeline.retrieve(RetrieveRequest(text, max_chunks=5, min_relevance=0.0))
             self.last_generation = found.generation
             return found.document_chunks
         except Exception as exc:

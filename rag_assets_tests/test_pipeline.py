@@ -313,8 +313,8 @@ def test_version_path_prefix_and_the_readers_place_read_a_sites_own_paths(site):
     assert found({"path_prefix": "plugin/"}) == found({"path_prefix": "handbook/pages/plugin/"}) == {SEARCH_PLUGIN}
     assert found({"path_prefix": "guides/install", "version": "2.x"}) == {INSTALL_2}
     # the reader is in the site's plugin section: its page moves up, nothing is filtered out
-    plain = site.retrieve(RetrieveRequest(INSTALL_QUESTION, max_chunks=4, min_relevance=-1.0))
-    placed = site.retrieve(RetrieveRequest(INSTALL_QUESTION, max_chunks=4, min_relevance=-1.0, prefer="plugin/"))
+    plain = site.retrieve(RetrieveRequest(INSTALL_QUESTION, max_chunks=4, min_relevance=0.0))
+    placed = site.retrieve(RetrieveRequest(INSTALL_QUESTION, max_chunks=4, min_relevance=0.0, prefer="plugin/"))
     rank = {c.doc_path: c.retrieval_rank for c in placed.document_chunks}
     assert rank[SEARCH_PLUGIN] == 1 < {c.doc_path: c.retrieval_rank for c in plain.document_chunks}[SEARCH_PLUGIN]
     assert len(placed.document_chunks) == 4
