@@ -79,9 +79,17 @@ def multilingual_model_installed() -> bool:
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
 
 
+# The folders under the data folder (RAG_DATA_DIR, default `data`): each one is there unless its own
+# variable names it elsewhere.
+DATA_FOLDERS = {"docs_dir": "docs", "chroma_path": "chroma", "state_dir": "state", "cache_dir": "cache",
+                "eval_dir": "eval", "eval_results_dir": "eval_results", "corpora_dir": "corpora"}
+
+
 @dataclass(frozen=True)
 class Settings:
-    # where things live
+    # where things live: the data folder, and each folder in it (DATA_FOLDERS). repr=False: the
+    # folders themselves are in the repr (the no-op check's digest), the root they came from need not be
+    data_dir: Path = field(default=Path("data"), repr=False)
     docs_dir: Path = Path("data/docs")
     chroma_path: Path = Path("data/chroma")
     state_dir: Path = Path("data/state")  # local state: the SQLite state database, keyword index, locks
@@ -141,9 +149,9 @@ class Settings:
     eval_embedding_model: str = field(default="", repr=False)
     allow_mass_delete: bool = False
     # automation under `dagster dev`: how often docs_sensor looks at the folder, and how often
-    # evaluation_sensor asks whether the index changed since the last evaluation. Dagster's sensor
-    # daemon wakes every 5 s and skips a sensor whose interval has not passed since its last tick
-    # ENDED, so an interval of 5 looks every other wake-up (every ~10 s); 1 looks at every wake-up
+    # evaluation_sensor asks whether the index changed since the last evaluation. The sensor daemon
+    # wakes every second (dagster.yaml's RunQueue; Dagster's own loop: every 5 s) and skips a sensor
+    # whose interval has not passed since its last tick ENDED: 1 looks at every wake-up
     sensor_interval_seconds: int = 1
     evaluation_interval_seconds: int = 30
     reconcile_cron: str = "0 2 * * *"  # when nightly_reconcile runs (once switched on)
@@ -273,7 +281,7 @@ class Settings:
             if var and env.get(var) not in (None, ""):
                 values[f.name] = _coerce(f.name, var, env[var])
         values.update({k: v for k, v in overrides.items() if v is not None})
-        settings = cls(**values)
+        settings = cls(**_under_data_dir(values))
         return settings.resolved().validated()
 
     def with_variables(self, variables: Mapping[str, str]) -> "Settings":
@@ -285,7 +293,7 @@ class Settings:
         if unknown:
             raise ConfigurationError(f"unknown setting(s) {', '.join(unknown)} (docs/configuration.md lists them)")
         chosen = {by_var[v]: _coerce(by_var[v], v, raw) for v, raw in variables.items() if raw not in (None, "")}
-        return replace(self, **chosen).resolved().validated() if chosen else self
+        return replace(self, **_under_data_dir(chosen)).resolved().validated() if chosen else self
 
     def variables(self, names: tuple[str, ...]) -> dict[str, str]:
         """These fields as configuration variables (with_variables' input); str, Path and number fields."""
@@ -388,6 +396,15 @@ class Settings:
         return self
 
 
+def _under_data_dir(values: dict) -> dict:
+    """values with each data folder not given placed under the data folder, when that is given
+    (RAG_DATA_DIR=/srv/rag: /srv/rag/docs, /srv/rag/chroma, ...; RAG_STATE_DIR still wins for the state)."""
+    root = values.get("data_dir")
+    if root is None:
+        return values
+    return {**{name: Path(root) / folder for name, folder in DATA_FOLDERS.items()}, **values}
+
+
 def _group(cls, settings: Settings, **derived):
     """The group `cls` of these settings: its fields named as Settings' taken from them, `derived` the others."""
     names = {f.name for f in fields(settings)}
@@ -412,6 +429,7 @@ class _OpenAIUser:
 class PathSettings:
     """Where things live: the folders, the state database, the vector store (what the stores open)."""
 
+    data_dir: Path = field(repr=False)
     docs_dir: Path
     chroma_path: Path
     state_dir: Path
@@ -574,6 +592,7 @@ def _outside_folder(glob: str, docs_dir: Path) -> str | None:
     return None
 
 ENV_VARS: dict[str, str] = {
+    "data_dir": "RAG_DATA_DIR",
     "docs_dir": "RAG_DOCS_DIR",
     "chroma_path": "RAG_CHROMA_PATH",
     "state_dir": "RAG_STATE_DIR",

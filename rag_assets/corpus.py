@@ -136,6 +136,25 @@ class Corpus:
             return shared.chroma_path
         return None
 
+    def left_behind_store(self) -> Path | None:
+        """The default corpus's store when it still holds this corpus's collection although the corpus
+        has its own store now: a move stopped (killed) between its rename and its last step, dropping
+        the old collection (orchestration/corpus_stores.py finishes it); else None."""
+        own = self.own_store
+        if self.is_default or own is None or not Path(own).exists():
+            return None
+        pinned = dict(self.pinned)
+        shared = self.base_settings()
+        if shared.chroma_host or pinned["collection"] == shared.collection:
+            return None  # a Chroma server, or the default corpus's own collection: never this corpus's to drop
+        from rag_assets.index.chroma_store import embedded_collection_id
+
+        try:
+            held = embedded_collection_id(shared.chroma_path, pinned["collection"]) is not None
+        except LookupError:
+            return None
+        return shared.chroma_path if held else None
+
     def store_folder(self) -> Path:
         """Where the corpus's embedded store is now: its own folder, or the default corpus's store
         while that still holds its collection (legacy_store)."""

@@ -65,3 +65,19 @@ def test_include_and_exclude_globs_outside_the_docs_folder_are_errors_naming_the
            "write 'guides/**'" in str(err.value) and "RAG_EXCLUDE (--exclude)" in str(err.value)
     # a leading "/" anchors a glob at the docs folder, as in .gitignore
     assert Settings.from_env({**base, "RAG_INCLUDE": "/guides/**;guides/*.md"}).include == "/guides/**;guides/*.md"
+
+
+def test_one_variable_names_the_data_folder_and_each_folder_defaults_under_it(tmp_path):
+    """RAG_DATA_DIR: what a client entry needs to find every corpus from any working directory (the
+    documented entry set the default corpus's folders, and corpora made with --name, which live
+    under RAG_CORPORA_DIR, were not served)."""
+    root = tmp_path / "project" / "data"
+    settings = Settings.from_env({"RAG_DATA_DIR": str(root), "RAG_STATE_DIR": str(tmp_path / "state")})
+    assert (settings.docs_dir, settings.chroma_path, settings.corpora_dir, settings.cache_dir, settings.eval_dir,
+            settings.eval_results_dir) == (root / "docs", root / "chroma", root / "corpora", root / "cache",
+                                           root / "eval", root / "eval_results")
+    assert settings.state_dir == tmp_path / "state"  # a folder's own variable wins
+    assert repr(settings) == repr(Settings.from_env({}, **{k: getattr(settings, k) for k in (
+        "docs_dir", "chroma_path", "state_dir", "cache_dir", "eval_dir", "eval_results_dir", "corpora_dir")}))
+    moved = Settings.from_env({}).with_variables({"RAG_DATA_DIR": str(root)})
+    assert moved.docs_dir == root / "docs" and moved.corpora_dir == root / "corpora"

@@ -74,7 +74,7 @@ def _run_ingest(args) -> int:
     settings = args.corpus.settings()  # validate configuration before any run starts
     # nothing changed since the last full ingest? answered without importing Dagster (~2 s); unless
     # the corpus's vectors are still in the default corpus's store: this ingest moves them out first
-    moving = not args.corpus.is_default and args.corpus.legacy_store() is not None
+    moving = not args.corpus.is_default and (args.corpus.legacy_store() or args.corpus.left_behind_store()) is not None
     summary, look = check_noop(settings) if args.workers == 1 and not moving else (None, None)
     if summary is not None and snapshot_follows(settings):  # else the full path builds the search snapshot
         summary.duration_seconds = round(time.perf_counter() - started, 3)

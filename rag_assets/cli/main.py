@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            return _fail(args, f"no space left on the disk of {exc.filename or 'a file rag writes'}: free space there and "
+                               "run the command again (what was finished is kept)", EXIT_PARTIAL, debug)
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
             return _unexpected(args, exc, debug)
         # e.g. an ingest on a state or index folder this user may not write, or a read-only mount

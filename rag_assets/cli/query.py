@@ -43,6 +43,7 @@ def run(args) -> int:
     from rag_assets.errors import InvalidQueryError
     from rag_assets.pipeline import RAGPipeline
     from rag_assets.retrieval.context import relevance_gate
+    from rag_assets.retrieval.result_fields import result_fields
 
     if (args.text is None) == (args.batch is None):
         print("rag: query needs either a question or --batch FILE.jsonl (not both)", file=sys.stderr)
@@ -61,7 +62,7 @@ def run(args) -> int:
             return EXIT_USAGE
         pipeline = RAGPipeline.from_settings(settings, embedder=embedder)
         pipeline.open_snapshot()  # a build from the store, if one is due, waited for (not a retrieval timeout)
-        return _query_batch(pipeline, batch, args.mode, args.top_k, filters)
+        return _query_batch(pipeline, batch, args.mode, args.top_k, filters, args.corpus.name)
 
     pipeline = RAGPipeline.from_settings(settings, embedder=embedder)
     pipeline.open_snapshot()
@@ -73,24 +74,38 @@ def run(args) -> int:
     mode = RetrievalMode.parse(args.mode, pipeline.settings.retrieval_mode)
     threshold = pipeline.settings.min_relevance
     avg, meets = relevance_gate(results, threshold)  # RAGPipeline.retrieve's gate
+    fields = [result_fields(r, rank, args.corpus.name) for rank, r in enumerate(results, 1)]  # as /search gives them
     if args.json:
         print(json.dumps(
             {"query": args.text, "mode": mode, "filters": filters, "avg_relevance": round(avg, 6),
-             "meets_threshold": meets, "results": [r.as_dict() for r in results]},
+             "meets_threshold": meets, "results": fields},
             indent=2, ensure_ascii=False,
         ))
     else:
-        print_results([with_metadata(r) for r in results], mode, filters, avg, meets, threshold)
+        print_results(fields, mode, filters, avg, meets, threshold)
     return EXIT_OK
 
 
+# what each mode's score is, as the text output labels it
+SCORE_LABELS = {RetrievalMode.VECTOR: "cos", RetrievalMode.KEYWORD: "bm25", RetrievalMode.HYBRID: "fused"}
+PLACED = "↑"
+
+
 def print_results(results: list[dict], mode: str, filters, avg: float, meets: bool, threshold: float) -> None:
-    """The text output of one corpus's results (SearchResult.as_dict each), local or from a server."""
+    """The text output of one corpus's results (result_fields each), local or from a server: each
+    result's rank, its score labelled with what it is (fused, bm25 or cos), its relevance and the raw
+    cosine; a result ranked above one with a higher score is marked, and the mark explained once."""
+    label = SCORE_LABELS.get(RetrievalMode.parse(mode), "score")
+    scores = [r["score"] for r in results]
+    placed = False
     for rank, r in enumerate(results, 1):
         crumb = r["heading_breadcrumb"] or r["section"]
-        rel = f" rel {r['relevance']:.2f}" if r.get("relevance") is not None else ""
-        cos = f" cos {r['cosine']:.3f}" if r.get("cosine") is not None and mode != RetrievalMode.VECTOR else ""
-        print(f"{rank}. [{r['score']:.3f}{rel}{cos}] {r['doc_path']} — {crumb}{_published(r)}")
+        rel = f" · rel {r['relevance']:.2f}" if r.get("relevance") is not None else ""
+        cos = f" · cos {r['cosine']:.3f}" if r.get("cosine") is not None and label != "cos" else ""
+        above_better = any(later > r["score"] for later in scores[rank:])
+        placed = placed or above_better
+        print(f"{rank}. [{label} {r['score']:.3f}{PLACED if above_better else ''}{rel}{cos}] {r['doc_path']} — {crumb}"
+              f"{_published(r)}")
         snippet = " ".join(r["text"].split())[:240]
         print(f"   {snippet}")
     if not results:
@@ -98,17 +113,16 @@ def print_results(results: list[dict], mode: str, filters, avg: float, meets: bo
     elif not meets:
         print(f"(the best relevance, {avg:.2f}, is under RAG_MIN_RELEVANCE={threshold}: "
               "the indexed documents probably do not answer this)")
+    if placed:
+        print(f"({PLACED}: ranked above a result with a higher {label} score by the ranking's rules: a keyword or "
+              "exact-term hit it is sure of stays near the top, and a page's results past RAG_MAX_RESULTS_PER_PAGE "
+              "come after other pages'; docs/retrieval.md)")
 
 
 def _published(result: dict) -> str:
     """ <URL>: where a result's page is published, when its folder is a docs site (its metadata's `url`)."""
     url = url_of(result.get("metadata"))
     return f" <{url}>" if url else ""
-
-
-def with_metadata(result) -> dict:
-    """A SearchResult as the text output reads it: its dict (SearchResult.as_dict) and its metadata."""
-    return {**result.as_dict(), "metadata": result.metadata}
 
 
 def run_across(args, names: list[str]) -> int:
@@ -120,6 +134,7 @@ def run_across(args, names: list[str]) -> int:
     from rag_assets.orchestration.component import known_corpora
     from rag_assets.pipeline import RAGPipeline
     from rag_assets.retrieval.across import merge_rankings
+    from rag_assets.retrieval.result_fields import result_fields
 
     library_log_lines()
     if args.text is None or args.batch is not None:
@@ -152,23 +167,24 @@ def run_across(args, names: list[str]) -> int:
     models = {p.settings.model_name for p in pipelines.values()}
     merged = merge_rankings(rankings, args.top_k, same_model=len(models) == 1)
     mode = RetrievalMode.parse(args.mode, base.retrieval_mode)
+    results = [{**result_fields(hit.result, rank, hit.corpus), "score": round(hit.score, 6),
+                "corpus_score": round(float(hit.result.score), 6)} for rank, hit in enumerate(merged, 1)]
     if args.json:
         print(json.dumps({
             "query": args.text, "mode": mode, "filters": filters, "corpora": names,
             "confidence": {name: round(h, 6) for name, h in
                            {hit.corpus: hit.confidence for hit in merged}.items()},
-            "results": [{**hit.result.as_dict(), "corpus": hit.corpus, "score": round(hit.score, 6),
-                         "corpus_score": round(float(hit.result.score), 6)} for hit in merged],
+            "results": results,
         }, indent=2, ensure_ascii=False))
         return EXIT_OK
-    print_across([{**with_metadata(hit.result), "corpus": hit.corpus, "score": hit.score} for hit in merged])
+    print_across(results)
     return EXIT_OK
 
 
 def print_across(results: list[dict]) -> None:
     """The text output of one ranking over several corpora, local or from a server."""
-    for rank, r in enumerate(results, 1):
-        print(f"{rank}. [{r['score']:.4f}] {r['corpus']}: {r['doc_path']} — {r['heading_breadcrumb'] or r['section']}"
+    for rank, r in enumerate(results, 1):  # the merged score falls with the rank (retrieval/across.py)
+        print(f"{rank}. [merged {r['score']:.4f}] {r['corpus']}: {r['doc_path']} — {r['heading_breadcrumb'] or r['section']}"
               f"{_published(r)}")
         print(f"   {' '.join(r['text'].split())[:240]}")
     if not results:
@@ -203,7 +219,7 @@ def run_via_server(args, names: list[str]) -> int | None:
         if args.json:
             print(json.dumps({"query": args.text, "mode": found["mode"], "filters": filters, "corpora": names,
                               "confidence": found["confidence"],
-                              "results": [remote.result_as_dict(r, "corpus", "score", "corpus_score") for r in results]},
+                              "results": results},
                              indent=2, ensure_ascii=False))
         else:
             print_across(results)
@@ -211,7 +227,7 @@ def run_via_server(args, names: list[str]) -> int | None:
     if args.json:
         print(json.dumps(
             {"query": args.text, "mode": found["mode"], "filters": filters, "avg_relevance": found["avg_relevance"],
-             "meets_threshold": found["meets_threshold"], "results": [remote.result_as_dict(r) for r in results]},
+             "meets_threshold": found["meets_threshold"], "results": results},
             indent=2, ensure_ascii=False))
     else:
         print_results(results, found["mode"], filters, found["avg_relevance"], found["meets_threshold"],
@@ -219,10 +235,11 @@ def run_via_server(args, names: list[str]) -> int | None:
     return EXIT_OK
 
 
-def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int, filters=None) -> int:
+def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int, filters=None, corpus: str = "default") -> int:
     """One JSON line per input line; a bad line is reported (file:line) and skipped, exit 1 at the end.
     A line's own "filters" object replaces the flags' filters for that line."""
     from rag_assets.errors import InvalidQueryError
+    from rag_assets.retrieval.result_fields import result_fields
 
     failures = 0
     # Binary, decoded line by line: one line in another encoding must fail alone, not the whole file.
@@ -252,7 +269,8 @@ def _query_batch(pipeline, batch: Path, mode: str | None, top_k: int, filters=No
                 print(f"rag: {batch}:{lineno}: {exc}", file=sys.stderr)
                 continue
             print(json.dumps(
-                {"id": item.get("id"), "query": question, "results": [r.as_dict() for r in results]},
+                {"id": item.get("id"), "query": question,
+                 "results": [result_fields(r, rank, corpus) for rank, r in enumerate(results, 1)]},
                 ensure_ascii=False,
             ), flush=True)
     if failures:

@@ -16,8 +16,6 @@ from urllib.parse import urlsplit
 from rag_assets.serving import server_file
 
 TIMEOUT_SECONDS = 30.0
-# the keys of SearchResult.as_dict, in its order: what `rag query --json` prints for a result
-RESULT_KEYS = ("chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score", "relevance", "cosine")
 
 
 class ServerRefused(Exception):
@@ -38,17 +36,21 @@ def find_server(names: list[str]) -> tuple[str, str | None] | None:
         base = Settings.from_env()
     except Exception:  # noqa: BLE001 - a bad setting: the local path reports it
         return None
-    urls = set()
-    for name in names or ["default"]:
+    wanted = names or ["default"]
+    by_url: dict[str, int] = {}  # the servers answering for each corpus, by URL
+    for name in wanted:
         state_dir = base.state_dir if name == "default" else Path(base.corpora_dir) / name / "state"
-        info = server_file.read_live(state_dir)
-        if info is None or (info.get("token") and not token):
-            return None
-        if name == "default" and (info.get("docs_dir") != str(base.docs_dir.resolve())
-                                  or info.get("collection") != base.collection):
-            return None  # a server of this state folder for another docs folder or collection
-        urls.add(info["url"])
-    return (urls.pop(), token) if len(urls) == 1 else None
+        for info in server_file.live(state_dir):  # the last started first
+            if info.get("token") and not token:
+                continue
+            if name == "default" and (info.get("docs_dir") != str(base.docs_dir.resolve())
+                                      or info.get("collection") != base.collection):
+                continue  # a server of this state folder for another docs folder or collection
+            by_url[info["url"]] = by_url.get(info["url"], 0) + 1
+    for url, corpora in by_url.items():
+        if corpora == len(wanted):  # one server answers for every corpus asked
+            return url, token
+    return None
 
 
 def search(url: str, token: str | None, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -107,14 +109,3 @@ def _unchunked(data: bytes) -> bytes:
         out += rest[:size]
         data = rest[size + 2:]
     return bytes(out)
-
-
-def result_as_dict(r: dict[str, Any], *extra: str) -> dict[str, Any]:
-    """A server result as `rag query --json` prints a local one (SearchResult.as_dict, then extra keys)."""
-    data = {k: r[k] for k in RESULT_KEYS if k in r and r[k] is not None}
-    if "context_tokens" in r:
-        data["context"] = r["context"]
-        data["context_tokens"] = r["context_tokens"]
-    for key in extra:
-        data[key] = r[key]
-    return data

@@ -3,6 +3,7 @@ long-lived process with every corpus's index warm (rag_assets.serving; docs/serv
 
 from __future__ import annotations
 
+import argparse
 import os
 
 # numpy's BLAS (OpenBLAS) threads for the server: one. A search's dense list is one matrix-vector
@@ -23,7 +24,7 @@ def add_parsers(sub) -> None:
                     "SIGTERM or Ctrl-C stops it gracefully.",
     )
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)")
+    p.add_argument("--port", type=port_number, default=8765, help="the port, 0-65535 (default 8765; 0 picks a free one)")
     p.add_argument("--log-queries", action="store_true", help="write each query's text in the request log (off by default)")
     _corpus_argument(p)
     m = sub.add_parser(
@@ -33,6 +34,17 @@ def add_parsers(sub) -> None:
                     "resource. Logs go to stderr.",
     )
     _corpus_argument(m)
+
+
+def port_number(text: str) -> int:
+    """--port: a TCP port (argparse makes a refusal a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535 (0 picks a free one), got {text!r}")
+    return value
 
 
 def _corpus_argument(p) -> None:

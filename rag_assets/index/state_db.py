@@ -289,6 +289,11 @@ class StateDB:
                 f"the state database {path} is damaged ({reason}). It holds only what an ingest can rebuild "
                 f"(stage records, catalog, embedding cache): move it and its -wal/-shm files aside "
                 f"(e.g. mv {path} {path}.damaged) and run `rag ingest`; the vector index is kept")
+        if "disk is full" in low or "disk full" in low:
+            return StateDatabaseError(
+                f"the state database {path} cannot be written: its disk is full ({reason}). Free space on that "
+                f"disk (or set RAG_STATE_DIR to a folder on another one) and run `rag ingest` again; what was "
+                f"indexed is kept")
         if "unable to open" in low:
             return StateDatabaseError(
                 f"cannot open the state database {path} ({reason}): check that its folder exists and this user "

@@ -20,6 +20,13 @@ file's frontmatter as ``document_id``, so every chunk of the document carries it
 This module is the plain part: validating documents and writing/removing their files. A batch is
 checked whole (ids, file names, metadata YAML can hold) before anything is written: a ValueError
 names the document and the problem, and no file changes.
+
+An id's file name keeps its letters and digits in any script (`日本語/手順` -> `日本語/手順.md`); when a
+character had to go (a space, punctuation, a combining mark), the first 8 hex digits of the id's
+sha-256 follow the name (`rules 1` -> `rules-1-5d0e…`.md), so two different ids never share a file.
+Before, ids of non-Latin letters were refused ("no usable characters"), and `東京 guide` and `大阪
+guide`, or `rules 1` and `rules-1`, mapped to one file (the second refused). A file an earlier version
+wrote for an id (the ASCII-only name) stays that id's file.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from typing import Any, Iterable
 
 import yaml
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^\w.-]+")  # \w: letters, digits and _ of every script
+_UNSAFE_BEFORE = re.compile(r"[^A-Za-z0-9._-]+")  # the names an earlier version gave (ASCII only)
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 ID_KEYS = ("document_id", "id", "doc_id")  # where a document's id is looked for, in this order
 ID_FIELD = "document_id"  # the frontmatter key the id is written under
@@ -195,13 +203,33 @@ def validate(documents: Iterable[Any], *, require_metadata: bool = False) -> lis
 
 
 def relative_path(doc_id: str) -> str:
-    """The file name an id gets inside the managed folder: safe characters, subfolders kept, `.md`."""
-    parts = [_SAFE.sub("-", p).strip(".-") for p in doc_id.replace("\\", "/").split("/")]
-    parts = [p for p in parts if p]
-    if not parts:
-        raise ValueError(f"id {doc_id!r} has no usable characters for a file name")
-    name = "/".join(parts)
+    """The file name an id gets inside the managed folder: its letters and digits in any script,
+    subfolders kept, `.md`; an id that lost a character on the way gets its hash after the name (see
+    the module docstring), so two ids never share a file."""
+    name = _safe_name(doc_id, _UNSAFE)
+    if name != doc_id:
+        digest = hashlib.sha256(doc_id.encode("utf-8")).hexdigest()[:8]
+        stem, dot, extension = name.rpartition(".") if name.lower().endswith((".md", ".mdx")) else (name, "", "")
+        name = f"{stem}-{digest}{dot}{extension}" if stem else digest
     return name if name.lower().endswith((".md", ".mdx")) else f"{name}.md"
+
+
+def _safe_name(doc_id: str, unsafe: re.Pattern) -> str:
+    parts = [unsafe.sub("-", p).strip(".-") for p in doc_id.replace("\\", "/").split("/")]
+    return "/".join(p for p in parts if p)
+
+
+def file_of(folder: Path, doc_id: str) -> str:
+    """The id's file name in the folder: the one an earlier version wrote for it when that file is
+    there and carries this id, else relative_path's."""
+    before = _safe_name(doc_id, _UNSAFE_BEFORE)
+    if before:
+        before = before if before.lower().endswith((".md", ".mdx")) else f"{before}.md"
+        path = Path(folder) / before
+        if before != relative_path(doc_id) and path.is_file() and \
+                written_id(path.read_text(encoding="utf-8", errors="replace")) == doc_id:
+            return before
+    return relative_path(doc_id)
 
 
 def render(doc: Document) -> str:
@@ -256,7 +284,7 @@ def plan(folder: Path, docs: Iterable[Document]) -> list[Planned]:
     folder = Path(folder)
     out = []
     for i, doc in enumerate(docs):
-        rel = relative_path(doc.id)
+        rel = file_of(folder, doc.id)
         path = folder / rel
         if len(str(path.absolute()).encode()) > PATH_MAX_BYTES:
             raise ValueError(f"document {i}: id {doc.id[:40]!r}… makes a path longer than {PATH_MAX_BYTES} bytes")
@@ -328,7 +356,7 @@ def plan_removal(folder: Path, ids: Iterable[Any]) -> tuple[list[Removal], list[
     removals, unknown = [], []
     for i, raw in enumerate(ids):
         doc_id = canonical_id(raw, f"id {i}")
-        rel = relative_path(doc_id)
+        rel = file_of(folder, doc_id)
         path = Path(folder) / rel
         text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
         if text is None or written_id(text) not in (None, doc_id):

@@ -17,7 +17,9 @@ where it was until its next `rag ingest` (or RAGPipeline.ingest) moves it, first
 
 A crash before (2)'s rename leaves the old store as it was (the next ingest starts over); after it,
 records still naming the old collection make those documents stale, and the ingest indexes them
-again from the embedding cache (no embedding). A corpus whose collection was the default corpus's
+again from the embedding cache (no embedding), and the old collection, still in the default corpus's
+store, is dropped by the next ingest of the corpus (Corpus.left_behind_store; it stayed there for
+good before). A corpus whose collection was the default corpus's
 own (a folder named `rag`, before names were reserved) shares its vectors with the default
 corpus: nothing is copied; its own store starts empty and its ingest indexes it from its embedding
 cache, and the chunks only it recorded are deleted from the default corpus's collection.
@@ -59,16 +61,12 @@ def move_to_own_store(corpus: Corpus) -> StoreMove | None:
     corpus's ingest lock."""
     legacy = corpus.legacy_store()
     if legacy is None:
+        _finish_a_stopped_move(corpus)
         return None
     own = Path(corpus.own_store)
     shared = corpus.base_settings()  # the default corpus's, as the edge resolved them
-    lock = store_writer_lock(replace(shared, chroma_path=Path(legacy)))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        print(f"rag: moving corpus {corpus.name}'s vectors into a store of its own ({own}) once; waiting for the "
-              f"writer of {legacy} to finish", file=sys.stderr, flush=True)
-        lock.acquire()
+    lock = _default_store_lock(corpus, Path(legacy), f"moving corpus {corpus.name}'s vectors into a store of its own "
+                                                     f"({own}) once")
     try:
         if corpus.legacy_store() is None:  # another process moved it meanwhile
             return None
@@ -91,6 +89,33 @@ def move_to_own_store(corpus: Corpus) -> StoreMove | None:
         bump_generation(stages.db)
         drop_collection(Path(legacy), collection)
         return StoreMove(corpus.name, str(legacy), str(own), copied, renamed)
+    finally:
+        lock.release()
+
+
+def _default_store_lock(corpus: Corpus, store: Path, doing: str):
+    """The default corpus's store's writer lock, acquired (waiting for its writer, and saying so)."""
+    lock = store_writer_lock(replace(corpus.base_settings(), chroma_path=store))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"rag: {doing}; waiting for the writer of {store} to finish", file=sys.stderr, flush=True)
+        lock.acquire()
+    return lock
+
+
+def _finish_a_stopped_move(corpus: Corpus) -> None:
+    """A move killed after its rename left the corpus's old collection in the default corpus's store:
+    its copy is complete (the rename comes after the count), so the old one is dropped now."""
+    store = corpus.left_behind_store()
+    if store is None:
+        return
+    collection = corpus.settings().collection
+    lock = _default_store_lock(corpus, store, f"dropping corpus {corpus.name}'s old collection from {store}")
+    try:
+        if corpus.left_behind_store() is not None and drop_collection(store, collection):
+            print(f"rag: corpus {corpus.name}: its old collection {collection} left behind in {store} by a move "
+                  "that was stopped was dropped (its store of its own has it)", file=sys.stderr, flush=True)
     finally:
         lock.release()
 

@@ -42,23 +42,29 @@ EVALUATION_NICE = 10
 
 
 class _Worker:
-    def __init__(self, cwd: str | None):
+    def __init__(self, cwd: str | None, instance_ref: str):
         # warmed at a lower priority where it can be restored (root): a spare warming up must not
-        # slow the run that is executing beside it
+        # slow the run that is executing beside it. The instance's ref goes first: the worker opens
+        # the instance while it warms up, not when its run is waiting
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rag_assets.orchestration.warm_worker"],
             stdin=subprocess.PIPE, cwd=cwd, start_new_session=True,
         )
         self.cwd = cwd
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"instance_ref": instance_ref}) + "\n").encode())
+        self.proc.stdin.flush()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def hand(self, run_id: str, instance_ref: str, nice: int) -> None:
+    def hand(self, run_id: str, nice: int) -> None:
         assert self.proc.stdin is not None
-        order = {"run_id": run_id, "instance_ref": instance_ref, "nice": nice}
-        self.proc.stdin.write((json.dumps(order) + "\n").encode())
+        self.proc.stdin.write((json.dumps({"run_id": run_id, "nice": nice}) + "\n").encode())
         self.proc.stdin.close()
+        # a spare still warming up (at nice 10) is the run's now: at the run's priority at once, not
+        # only when its warm-up is done (on a busy machine that warm-up held the run back seconds)
+        _renice(self.proc.pid, nice)
 
 
 class WarmRunLauncher(RunLauncher, ConfigurableClass):
@@ -89,12 +95,15 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
     def launch_run(self, context: LaunchRunContext) -> None:
         run = context.dagster_run
         cwd = _working_directory(run)
-        worker = self._take(cwd)
+        evaluation = run.tags.get("rag/run") == "evaluation"
+        # the spare is kept for the next ingestion run: an evaluation (a minute of scoring) warms a
+        # worker of its own, so a page saved just after it was queued does not wait for a new spare
+        worker = _Worker(cwd, self._instance_ref()) if evaluation else self._take(cwd)
         self._instance.add_run_tags(run.run_id, {PID_TAG: str(worker.proc.pid), HOST_TAG: socket.gethostname()})
         # scoring yields the CPU to ingestion: on 2 cores an evaluation beside an ingestion run
         # would otherwise stretch the time from save to searchable
-        nice = EVALUATION_NICE if run.tags.get("rag/run") == "evaluation" else 0
-        worker.hand(run.run_id, serialize_value(self._instance.get_ref()), nice)
+        nice = EVALUATION_NICE if evaluation else 0
+        worker.hand(run.run_id, nice)
         with self._lock:
             self._children = [w for w in self._children if w.alive()] + [worker]
         self._refill(cwd)
@@ -106,12 +115,15 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
                 if worker.alive() and worker.cwd == cwd:
                     return worker
                 _stop(worker)
-        return _Worker(cwd)
+        return _Worker(cwd, self._instance_ref())
 
     def _refill(self, cwd: str | None) -> None:
         with self._lock:
             while len(self._pool) < self._spares:
-                self._pool.append(_Worker(cwd))
+                self._pool.append(_Worker(cwd, self._instance_ref()))
+
+    def _instance_ref(self) -> str:
+        return serialize_value(self._instance.get_ref())
 
     def spare_pids(self) -> list[int]:
         with self._lock:
@@ -172,6 +184,22 @@ def _working_directory(run) -> str | None:
         return origin.repository_origin.code_pointer.working_directory if origin else None
     except AttributeError:
         return None
+
+
+def _renice(pid: int, nice: int) -> None:
+    """Every thread of the process at this niceness (Linux: per thread), where this user may (root
+    may lower it; the workers are niced only there)."""
+    if os.geteuid() != 0:
+        return
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+        except (ProcessLookupError, PermissionError, ValueError):
+            pass
 
 
 def _stop(worker: _Worker) -> None:

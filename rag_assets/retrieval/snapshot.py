@@ -17,8 +17,9 @@ already has open (a long-lived reader follows a commit by opening the new segmen
 index). A reader made with ``recheck_seconds`` > 0 (`rag serve`: serving.service.RECHECK_SECONDS) makes
 those two reads at most once in that many seconds and answers from the view they last confirmed in
 between: a commit is seen at most that much later, and every query still reads one whole view. When the snapshot does not answer for the state database's generation — an index written by an
-earlier version of this project, or by a writer that did not commit — the reader builds it from the store
-once, under the snapshot's lock, and logs a WARNING saying so (snapshot_writer.SnapshotWriter.rebuild);
+earlier version of this project, or by a writer that did not commit — or when a segment of the live
+manifest is missing or not as written (snapshot_integrity.py: never served) — the reader builds it from
+the store once, under the snapshot's lock, and logs a WARNING saying so (snapshot_writer.SnapshotWriter.rebuild);
 on a state folder it may not write (a read-only mount) it builds one for itself in a temporary folder.
 """
 
@@ -41,6 +42,7 @@ import numpy as np
 from rag_assets.index.generation import EMPTY, current_generation
 from rag_assets.retrieval import bm25
 from rag_assets.retrieval.snapshot_builds import FolderBuilds, builds_for, follows
+from rag_assets.retrieval.snapshot_integrity import DamagedSegment
 from rag_assets.retrieval.snapshot_segments import Segment
 from rag_assets.retrieval.terms import function_terms, query_terms
 
@@ -364,8 +366,13 @@ class SearchSnapshot:
                 manifest, builds = private, self._private
             try:
                 return self._confirm(self._open(manifest, builds), began)
-            except FileNotFoundError:
-                continue  # a segment was collected by a newer commit: read CURRENT again
+            except (FileNotFoundError, DamagedSegment) as exc:
+                if builds.current_name() != (manifest or {}).get("name"):
+                    continue  # a segment was collected by a newer commit: read CURRENT again
+                # a segment of the live manifest is missing or not as written: never served, rebuilt
+                damage = str(exc) if isinstance(exc, DamagedSegment) else f"{exc.filename or exc}: missing"
+                log.warning("search snapshot of collection %r: %s", self.collection, damage)
+                self._rebuild(manifest, generation, damage=damage)
         raise RuntimeError(f"the search snapshot of collection {self.collection!r} kept changing while it was read")
 
     def _confirm(self, view: SnapshotView, began: float) -> SnapshotView:
@@ -396,17 +403,21 @@ class SearchSnapshot:
             self.loads += 1
         return view
 
-    def _rebuild(self, manifest: dict | None, generation: str) -> None:
+    def _rebuild(self, manifest: dict | None, generation: str, damage: str | None = None) -> None:
+        """Build the snapshot from the store: it does not follow the index, or (damage) one of its
+        segments is missing or not as written."""
         if self._open_store is None:
-            raise RuntimeError(f"the search snapshot of collection {self.collection!r} does not answer for the index "
-                               f"generation {generation[:12]} and this reader has no store to build it from")
+            why = f"a segment of it is damaged ({damage})" if damage else \
+                f"it does not answer for the index generation {generation[:12]}"
+            raise RuntimeError(f"the search snapshot of collection {self.collection!r}: {why}, and this reader has "
+                               "no store to build it from")
         from rag_assets.retrieval.snapshot_builds import stale_reason
 
-        reason = f"{stale_reason(manifest, generation)} (found by a query)"
+        reason = f"{f'a segment of it is damaged: {damage}' if damage else stale_reason(manifest, generation)} (found by a query)"
         with self._lock:
             self._building.append(reason)
         try:
-            self._build_from_store(reason)
+            self._build_from_store(reason, repair=damage is not None)
         finally:
             with self._lock:
                 self._building.remove(reason)
@@ -417,13 +428,13 @@ class SearchSnapshot:
         with self._lock:
             return self._building[-1] if self._building else None
 
-    def _build_from_store(self, reason: str) -> None:
+    def _build_from_store(self, reason: str, repair: bool = False) -> None:
         from rag_assets.retrieval.snapshot_writer import SnapshotWriter
 
         store = self._open_store()
         try:
             writer = SnapshotWriter(self.settings, store)
-            writer.rebuild(reason)
+            writer.rebuild(reason, repair=repair)
         except OSError as exc:  # a state folder this reader may not write (a read-only mount)
             log.warning("search snapshot of collection %r: %s cannot be written (%s); building it for this "
                         "process only", self.collection, self.builds.root, exc)
@@ -432,5 +443,5 @@ class SearchSnapshot:
                 atexit.register(shutil.rmtree, folder, True)
                 self._private = FolderBuilds(folder / self.collection)
             writer = SnapshotWriter(self.settings, store, builds=self._private)
-            writer.rebuild(reason)
+            writer.rebuild(reason, repair=repair)
         self.rebuilds += writer.rebuilds

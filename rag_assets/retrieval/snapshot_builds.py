@@ -78,9 +78,23 @@ def stale_reason(previous: dict | None, generation: str) -> str:
 
 
 def snapshot_follows(settings) -> bool:
-    """Whether the search snapshot answers for the index as it is now (a few small reads; nothing opened)."""
+    """Whether the search snapshot answers for the index as it is now, its segments' files of the size
+    they were written (a few small reads and a stat a file; nothing opened)."""
     generation = current_generation(settings)  # before CURRENT: a commit publishes, then sets it
-    return follows(builds_for(settings).current(), generation)
+    builds = builds_for(settings)
+    current = builds.current()
+    return follows(current, generation) and snapshot_damage(builds, current) is None
+
+
+def snapshot_damage(builds: "FolderBuilds", manifest: dict | None) -> str | None:
+    """What is wrong with the manifest's segments by their files' sizes (None: nothing seen)."""
+    from rag_assets.retrieval.snapshot_integrity import damage
+
+    for name in manifest_segments(manifest):
+        found = damage(builds.segment_folder(name))
+        if found is not None:
+            return found
+    return None
 
 
 class FolderBuilds:

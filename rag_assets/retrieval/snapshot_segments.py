@@ -14,6 +14,10 @@ vector), and its BM25 lengths: terms of the indexed text and of the ``title > h1
 Per term (sorted vocabulary): the rows holding it with its frequency in the indexed text and in the
 header, so BM25 (bm25.py) is scored at query time for any header weight. Per document: its path,
 filterable fields, row range and a key for look-ups by path (the first 16 hex digits of its sha-256).
+
+Damage: the segment's meta.json records each file's size and CRC-32 as written, and a segment is
+checked when a process opens it (snapshot_integrity.py); the reader or writer that meets a damaged one
+rebuilds the snapshot from the store (snapshot.py, snapshot_writer.py).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import numpy as np
 from rag_assets.index.chroma_store import document_fields
 from rag_assets.retrieval.bm25 import Postings
 from rag_assets.retrieval.snapshot_builds import SEGMENT_PREFIX
+from rag_assets.retrieval.snapshot_integrity import DamagedSegment, file_checksum, verify_segment
 from rag_assets.retrieval.terms import chunk_headings_text, chunk_index_text, family, section_key, text_key, tokenize
 from rag_assets.retrieval.windows import opens_section, stored_tokens
 
@@ -303,8 +308,10 @@ def save_segment(root: Path, c: SegmentColumns) -> str:
             np.save(tmp / f"{key}_offsets.npy", offsets)
         (tmp / "doc_fields.json").write_text(json.dumps(c.fields, ensure_ascii=False), encoding="utf-8")
         (tmp / "sections.json").write_text(json.dumps(c.sections, ensure_ascii=False), encoding="utf-8")
+        files = {path.name: [path.stat().st_size, file_checksum(path)] for path in sorted(tmp.iterdir())}
         (tmp / _META).write_text(json.dumps({"format": SEGMENT_FORMAT, "rows": len(c.ids), "documents": len(c.fields),
-                                             "dimension": int(c.vectors.shape[1]), "languages": c.languages}),
+                                             "dimension": int(c.vectors.shape[1]), "languages": c.languages,
+                                             "files": files}),
                                  encoding="utf-8")
         os.replace(tmp, root / name)
     except BaseException:
@@ -351,11 +358,21 @@ class Segment:
     parts read on first use. Immutable, so one object serves every view that holds the segment."""
 
     def __init__(self, folder: Path):
+        """Opens and checks the segment: FileNotFoundError when its folder is gone (collected),
+        DamagedSegment when a file is missing or not as written."""
         self.folder = Path(folder)
         self.name = self.folder.name
-        meta = json.loads((self.folder / _META).read_text(encoding="utf-8"))
+        try:
+            meta = json.loads((self.folder / _META).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            if self.folder.is_dir():
+                raise DamagedSegment(f"{self.folder / _META}: missing") from None
+            raise
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise DamagedSegment(f"{self.folder / _META}: not the JSON written ({exc})") from None
         if meta.get("format") != SEGMENT_FORMAT:
             raise ValueError(f"{self.folder}: segment format {meta.get('format')!r}, expected {SEGMENT_FORMAT}")
+        verify_segment(self.folder, meta)
         self.rows = int(meta["rows"])
         self.dimension = int(meta["dimension"])
         self.languages = tuple(meta.get("languages") or ("en",))

@@ -31,8 +31,9 @@ import numpy as np
 
 from rag_assets.index.chroma_store import chunk_metadata
 from rag_assets.index.generation import new_generation, read_generation, set_generation
-from rag_assets.retrieval.snapshot_builds import (MANIFEST_FORMAT, FolderBuilds, builds_for, follows, snapshot_follows,
-                                                  stale_reason)
+from rag_assets.retrieval.snapshot_builds import (MANIFEST_FORMAT, FolderBuilds, builds_for, follows, manifest_segments,
+                                                  snapshot_damage, snapshot_follows, stale_reason)
+from rag_assets.retrieval.snapshot_integrity import DamagedSegment
 from rag_assets.retrieval.snapshot_segments import (Segment, SnapshotChunk, SnapshotDocument, merge_segments,
                                                     save_segment, segment_columns)
 
@@ -78,12 +79,14 @@ class SnapshotWriter:
         """These documents are gone from the store. Returns the new generation."""
         return self._commit(None, list(doc_paths))
 
-    def rebuild(self, reason: str) -> str:
-        """Rebuild the snapshot from the store (under the lock), whatever it holds now."""
+    def rebuild(self, reason: str, repair: bool = False) -> str:
+        """Rebuild the snapshot from the store (under the lock), whatever it holds now. repair: a
+        segment was found damaged, so a snapshot that follows the index is rebuilt too, unless its
+        segments are whole (another process repaired it while this one waited)."""
         with self.builds.lock():
             previous = self.builds.current()
             generation = read_generation(self.state)
-            if follows(previous, generation, self.store.collection_id):
+            if follows(previous, generation, self.store.collection_id) and not (repair and self._damage(previous)):
                 return previous["generation"]  # another process rebuilt it while this one waited
             manifest = self._rebuilt(reason, generation)
             self.builds.publish(manifest, previous)
@@ -94,8 +97,9 @@ class SnapshotWriter:
         with self.builds.lock():
             previous = self.builds.current()
             generation = read_generation(self.state)
-            if not follows(previous, generation, self.store.collection_id):
-                base = self._rebuilt(stale_reason(previous, generation), generation)
+            damage = self._damage(previous) if previous is not None else None
+            if damage is not None or not follows(previous, generation, self.store.collection_id):
+                base = self._rebuilt(damage or stale_reason(previous, generation), generation)
             else:
                 base = previous or self._manifest(generation, [])
             manifest = {**base, "segments": [dict(s, dead=[list(d) for d in s.get("dead", [])]) for s in base["segments"]]}
@@ -118,6 +122,18 @@ class SnapshotWriter:
         if segment is None:
             segment = self._segments[name] = Segment(self.builds.segment_folder(name))
         return segment
+
+    def _damage(self, manifest: dict | None) -> str | None:
+        """Why the manifest's segments cannot be built on (a file missing or not as written), or None:
+        a commit on a damaged segment would carry the damage on (merges copy its arrays)."""
+        for name in manifest_segments(manifest):
+            try:
+                self._segment(name)
+            except DamagedSegment as exc:
+                return f"a segment of it is damaged: {exc}"
+            except FileNotFoundError:
+                return f"its segment {self.builds.segment_folder(name)} is missing"
+        return None
 
     def _mark_dead(self, manifest: dict, doc_paths: list[str]) -> None:
         """The documents' rows, wherever a segment holds them live, become dead."""
@@ -199,5 +215,8 @@ def ensure_snapshot(settings, store=None) -> bool:
 
         store = ChromaStore.for_settings(settings.paths, load_embedder(settings.embedding))
     writer = SnapshotWriter(settings, store)
-    writer.rebuild(stale_reason(builds_for(settings).current(), read_generation(writer.state)) + " (found by `rag ingest`)")
+    current = builds_for(settings).current()
+    damage = snapshot_damage(writer.builds, current)
+    reason = f"a segment of it is damaged: {damage}" if damage else stale_reason(current, read_generation(writer.state))
+    writer.rebuild(reason + " (found by `rag ingest`)", repair=damage is not None)
     return writer.rebuilds > 0

@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document of `rag serve`'s HTTP API (GET /openapi.json) and a page rendering it
-(GET /docs: plain HTML, nothing fetched from elsewhere). The request fields are those of
-rag_assets.serving.requests (a test holds the two together)."""
+(GET /docs: plain HTML, nothing fetched from elsewhere). The request schemas are those of
+rag_assets.serving.requests (FIELDS: the same the MCP tools publish and the checks refuse by)."""
 
 from __future__ import annotations
 
@@ -8,23 +8,22 @@ import html
 import json
 from typing import Any
 
-from rag_assets.answer.generation import MAX_SOURCES
-from rag_assets.vocabulary.modes import MAX_TOP_K
+from rag_assets.serving.requests import ANSWER_FIELDS, SEARCH_FIELDS, schema
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
-_FILTERS = {"type": "object", "description": "document filters, as RetrieveRequest.filters: e.g. "
-            '{"module": "guide", "tags": ["eval"], "doc_type": "guide"} (docs/api.md#filters)',
-            "additionalProperties": True}
-_CORPUS = {"description": "a corpus name, or a list of names for one ranking over several (default: the server's "
-           "first corpus)", "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-_MODE = {"type": "string", "enum": ["hybrid", "vector", "keyword", "rrf"], "description": "default RAG_RETRIEVAL_MODE"}
+_GUARD = (403, 421)  # every path on a loopback bind: a foreign Origin or Host
 
 
 def _errors(*codes: int) -> dict[str, Any]:
-    text = {400: "malformed request (one line naming the field)", 401: "missing or wrong bearer token",
-            404: "unknown corpus", 413: "body over the limit", 502: "the chat model failed (the answer and its sources)",
+    text = {400: "malformed request (one line naming the field and what it accepts)",
+            401: "missing or wrong bearer token", 403: "a foreign Origin (a loopback server answers its own pages only)",
+            404: "unknown corpus", 408: "the body was not sent in time", 413: "body over the limit",
+            415: "the body is not JSON (Content-Type: application/json)",
+            421: "a foreign Host (a loopback server answers 127.0.0.1, localhost or [::1] only)",
+            502: "the chat model failed (the answer and its sources)",
             503: "busy, store unavailable or answers not configured", 504: "retrieval timeout"}
-    return {str(c): {"description": text[c], "content": {"application/json": {"schema": _ERROR}}} for c in codes}
+    return {str(c): {"description": text[c], "content": {"application/json": {"schema": _ERROR}}}
+            for c in (*codes, *_GUARD)}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -48,18 +47,7 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]},
-                "SearchRequest": {"type": "object", "additionalProperties": False, "required": ["query"], "properties": {
-                    "query": {"type": "string", "description": "the question (at most RAG_MAX_QUERY_CHARS)"},
-                    "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5},
-                    "max_chunks": {"type": "integer", "description": "RetrieveRequest's name for top_k"},
-                    "mode": _MODE,
-                    "fusion": {"type": "string", "enum": ["convex", "rrf"], "description": "hybrid's fusion"},
-                    "filters": _FILTERS, "corpus": _CORPUS,
-                    "prefer": {"type": "string", "description": "the reader's module, chapter or doc_path: its "
-                               "chunks move up a few places (nothing is filtered)"},
-                    "min_relevance": {"type": "number", "minimum": 0, "maximum": 1,
-                                      "description": "the gate of meets_threshold (default RAG_MIN_RELEVANCE)"},
-                    "context_key": {"type": "string", "description": "accepted as RetrieveRequest has it"}}},
+                "SearchRequest": schema(SEARCH_FIELDS, ("query",)),
                 "SearchResult": result,
                 "SearchResponse": {"type": "object", "properties": {
                     "query": {"type": "string"}, "mode": {"type": "string"}, "filters": {"type": ["object", "null"]},
@@ -71,13 +59,7 @@ def openapi_document() -> dict[str, Any]:
                     "cached": {"type": "boolean"}, "elapsed_ms": {"type": "number"},
                     "results": {"type": "array", "items": {"$ref": "#/components/schemas/SearchResult"}}},
                     "required": ["results"]},
-                "AnswerRequest": {"type": "object", "additionalProperties": False, "required": ["question"], "properties": {
-                    "question": {"type": "string"}, "query": {"type": "string", "description": "same as question"},
-                    "max_sources": {"type": "integer", "minimum": 1, "maximum": MAX_SOURCES, "default": 5},
-                    "chapter_context": {"type": "string"}, "prefer": {"type": "string", "description": "same as chapter_context"},
-                    "selected_text": {"type": "string"}, "filters": _FILTERS,
-                    "corpus": {"type": "string"}, "mode": _MODE,
-                    "min_relevance": {"type": "number"}, "context_key": {"type": "string"}}},
+                "AnswerRequest": schema(ANSWER_FIELDS, ("question",), single_corpus=True),
                 "AnswerResponse": {"type": "object", "properties": {
                     "question": {"type": "string"}, "answer": {"type": "string", "description": "with [Source N] citations"},
                     "sources": {"type": "array", "items": {"type": "object"}},
@@ -90,7 +72,7 @@ def openapi_document() -> dict[str, Any]:
         "security": [{"bearer": []}],
         "paths": {
             "/health": {"get": {"summary": "liveness: the corpora served", "security": [],
-                                "responses": {"200": {"description": "ok"}}}},
+                                "responses": {"200": {"description": "ok"}, **_errors()}}},
             "/corpora": {"get": {"summary": "the corpora served: docs folder, collection, index generation, pages",
                                  "responses": {"200": {"description": "ok"}, **_errors(401)}}},
             "/search": {"post": {
@@ -98,16 +80,18 @@ def openapi_document() -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/SearchRequest"}}}},
                 "responses": {"200": {"description": "ok", "content": {"application/json": {
-                    "schema": {"$ref": "#/components/schemas/SearchResponse"}}}}, **_errors(400, 401, 404, 413, 503, 504)}}},
+                    "schema": {"$ref": "#/components/schemas/SearchResponse"}}}}, **_errors(400, 401, 404, 408, 413, 415, 503, 504)}}},
             "/answer": {"post": {
                 "summary": "an answer with [Source N] citations (as `rag ask`)",
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/AnswerRequest"}}}},
                 "responses": {"200": {"description": "ok", "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/AnswerResponse"}}}},
-                    **_errors(400, 401, 404, 413, 502, 503, 504)}}},
-            "/mcp": {"post": {"summary": "the Model Context Protocol, streamable HTTP (docs/serve.md#mcp)",
-                              "responses": {"200": {"description": "MCP messages"}, **_errors(401)}}},
+                    **_errors(400, 401, 404, 408, 413, 415, 502, 503, 504)}}},
+            "/mcp": {"post": {"summary": "the Model Context Protocol, streamable HTTP (docs/serve.md#mcp); "
+                                         "stateless: GET is refused (405)",
+                              "responses": {"200": {"description": "MCP messages"},
+                                            **_errors(401, 408, 413, 415, 503)}}},
         },
     }
 

@@ -5,21 +5,13 @@ server follows ingests: the next read after a change sees the new pages, never a
 
 from __future__ import annotations
 
-import re
 import threading
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-_NOT_SLUG = re.compile(r"[^\w\- ]+")
+from rag_assets.retrieval.result_fields import anchor
 
-
-def anchor(heading: str) -> str:
-    """The anchor a docs site gives a heading (GitHub-style): lowercase, punctuation dropped, spaces
-    to hyphens. "Server-sent events" -> "server-sent-events"."""
-    text = unicodedata.normalize("NFKC", heading or "").strip().lower()
-    text = re.sub(r"`([^`]*)`", r"\1", text)
-    return _NOT_SLUG.sub("", text).replace(" ", "-")
+__all__ = ["PageCatalog", "Page", "Section", "anchor"]
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 def bind(host: str, port: int) -> socket.socket:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigurationError(f"a port is a number from 0 to 65535 (0 picks a free one), got {port!r}")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -85,7 +87,7 @@ def serve(service: IndexService, host: str = DEFAULT_HOST, port: int = DEFAULT_P
     url = f"http://{local if ':' not in local or local.startswith('[') else f'[{local}]'}:{port}"
     pid = os.getpid()
     info = {"url": url, "host": host, "port": port, "pid": pid, "token": bool(token), "corpora": service.names,
-            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")}
 
     def on_start() -> None:
         for name in service.names:
@@ -107,15 +109,27 @@ def serve(service: IndexService, host: str = DEFAULT_HOST, port: int = DEFAULT_P
 
     app = create_app(service, token=token, mcp_server=build_mcp_server(service), log_queries=log_queries,
                      loopback=is_loopback(host), on_start=on_start, on_stop=on_stop)
-    config = uvicorn.Config(app, log_config=None, access_log=False, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app))
     try:
         server.run(sockets=[sock])  # after SIGTERM/SIGINT uvicorn re-raises the signal: exit 143/130
     finally:
         on_stop()
         sock.close()
     return 0
+
+
+def server_config(app, *, header_seconds: float | None = None):
+    """uvicorn's configuration for `rag serve`: h11 with each request's headers bounded in size and
+    time (rag_assets.serving.http_protocol; not httptools, which uvicorn picks when it is installed
+    and which bounds neither), graceful shutdown, no logs of uvicorn's own (the gate logs requests)."""
+    import uvicorn
+
+    from rag_assets.serving.http_protocol import HEADER_SECONDS, MAX_HEADER_BYTES, bounded_protocol
+
+    return uvicorn.Config(app, log_config=None, access_log=False, log_level="warning", lifespan="on",
+                          timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                          http=bounded_protocol(HEADER_SECONDS if header_seconds is None else header_seconds),
+                          h11_max_incomplete_event_size=MAX_HEADER_BYTES)
 
 
 def serve_stdio(service: IndexService, *, warm: bool = True) -> int:

@@ -28,8 +28,9 @@ from rag_assets.retrieval.across import merge_rankings
 from rag_assets.retrieval.context import relevance_gate
 from rag_assets.retrieval.filters import Filters
 from rag_assets.retrieval.query_cache import GenerationCache
+from rag_assets.retrieval.result_fields import anchor, result_fields
 from rag_assets.retrieval.retriever import Retriever, SearchResult
-from rag_assets.serving.pages import PageCatalog, anchor
+from rag_assets.serving.pages import PageCatalog
 from rag_assets.serving.requests import AnswerRequest, SearchRequest, UnknownCorpus
 from rag_assets.vocabulary.modes import RetrievalMode
 
@@ -40,10 +41,6 @@ log = logging.getLogger(__name__)
 # a request before (0.2 ms each on a quiet machine, 1-2 ms under load); an ingest's commit now reaches
 # the server's searches within this bound, against the seconds an ingest takes to commit
 RECHECK_SECONDS = 0.25
-
-# stored chunk metadata that is bookkeeping, not something a client cites or filters on
-_BOOKKEEPING = {"content_hash", "embedding_model", "token_count", "oversized"}
-
 
 @dataclass
 class _Served:
@@ -155,13 +152,13 @@ class IndexService:
             results = rankings[names[0]]
             avg, meets = relevance_gate(results, threshold)
             body.update(avg_relevance=round(avg, 6), meets_threshold=meets,
-                        results=[_result(r, rank, names[0]) for rank, r in enumerate(results, 1)])
+                        results=[result_fields(r, rank, names[0]) for rank, r in enumerate(results, 1)])
         else:
             models = {e.settings.model_name for e in entries}
             merged = merge_rankings(rankings, request.top_k, same_model=len(models) == 1)
             confidence = {hit.corpus: round(hit.confidence, 6) for hit in merged}
             body.update(confidence=confidence, results=[
-                {**_result(hit.result, rank, hit.corpus), "score": round(hit.score, 6),
+                {**result_fields(hit.result, rank, hit.corpus), "score": round(hit.score, 6),
                  "corpus_score": round(float(hit.result.score), 6)} for rank, hit in enumerate(merged, 1)])
         body["generation"] = generation[0] if len(generation) == 1 else list(generation)
         self._cache.set(key, generation, body)
@@ -224,13 +221,3 @@ class IndexService:
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "corpora": self.names, "default_corpus": self.default_corpus,
                 "uptime_s": round(time.time() - self.started, 1)}
-
-
-def _result(r: SearchResult, rank: int, corpus: str) -> dict[str, Any]:
-    data = r.as_dict()
-    data["context"] = r.context or r.text  # every result hands on a context (the text when windows are off)
-    data["anchor"] = anchor(r.section)
-    data["metadata"] = {k: v for k, v in (r.metadata or {}).items() if k not in _BOOKKEEPING}
-    data["corpus"] = corpus
-    data["rank"] = rank
-    return data

@@ -41,9 +41,10 @@ def test_query_json_and_batch_give_each_result_its_context(env, tmp_path, capsys
     assert main(["query", "--batch", str(batch), "--top-k", "2"]) == 0
     first = json.loads(capsys.readouterr().out)["results"][0]
     assert first["text"].strip() in first["context"] and first["context_tokens"] > 0
-    monkeypatch.setenv("RAG_CONTEXT_TOKENS", "0")  # no context: the results as before
+    monkeypatch.setenv("RAG_CONTEXT_TOKENS", "0")  # no context window: the context is the chunk, as /search gives it
     assert main(["query", "How do I stream responses?", "--json"]) == 0
-    assert all("context" not in r for r in json.loads(capsys.readouterr().out)["results"])
+    assert all(r["context"] == r["text"] and "context_tokens" not in r
+               for r in json.loads(capsys.readouterr().out)["results"])
 
 
 def test_query_text_and_threshold_note(env, capsys):
@@ -209,3 +210,43 @@ def test_a_query_waits_for_the_one_time_snapshot_build_rather_than_time_out(rag_
     assert json.loads(captured.out)["results"][0]["doc_path"] == "rate-limits.md"
     assert build.threads == [threading.get_ident()]  # built before the question, outside the timeout
     assert "building it from the store once" in captured.err and "took longer" not in captured.err
+
+
+def test_query_json_results_carry_the_fields_of_rag_serves_search(env, capsys):
+    """`rag query --json` results lacked metadata (language, version, url, tags), anchor, corpus and rank
+    where /search gives them: now each result is the one /search gives for the same question."""
+    from rag_assets.config import Settings
+    from rag_assets.corpus import Corpus
+    from rag_assets.serving.requests import search_request
+    from rag_assets.serving.service import IndexService
+
+    question = "How can I receive the response incrementally as events?"
+    assert main(["query", question, "--top-k", "3", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["results"]
+    served = IndexService([(Corpus(), Settings.from_env())]).search(search_request({"query": question, "top_k": 3}))
+    assert printed == served["results"]
+    first = printed[0]
+    assert first["metadata"]["title"] == "Streaming messages" and first["anchor"] == "server-sent-events"
+    assert (first["corpus"], first["rank"]) == ("default", 1) and "content_hash" not in first["metadata"]
+
+
+def test_the_printed_score_says_what_it_is_and_marks_a_result_ranked_above_a_higher_one(capsys):
+    """The CLI printed #3 = -1.366 under #2 = 2.584 and above #4 = 1.542 where the README says higher is
+    better: the score is now labelled (fused, bm25, cos) and a result the ranking's rules put above a
+    higher score is marked, the mark explained once."""
+    from rag_assets.cli.query import print_results
+
+    def result(score, path):
+        return {"score": score, "relevance": 0.5, "cosine": 0.25, "doc_path": path, "section": "S",
+                "heading_breadcrumb": "P > S", "text": "text"}
+
+    print_results([result(4.627, "a.md"), result(2.584, "b.md"), result(-1.366, "c.md"), result(1.542, "d.md")],
+                  "hybrid", None, 0.5, True, 0.25)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "1. [fused 4.627 · rel 0.50 · cos 0.250] a.md — P > S"
+    assert lines[2] == "2. [fused 2.584 · rel 0.50 · cos 0.250] b.md — P > S"
+    assert lines[4] == "3. [fused -1.366↑ · rel 0.50 · cos 0.250] c.md — P > S"
+    assert lines[6].startswith("4. [fused 1.542 ·") and lines[-1].startswith("(↑: ranked above a result with a higher")
+    print_results([result(0.8, "a.md"), result(0.7, "b.md")], "vector", None, 0.5, True, 0.25)
+    out = capsys.readouterr().out
+    assert "1. [cos 0.800 · rel 0.50] a.md" in out and "↑" not in out

@@ -92,6 +92,7 @@ def test_find_server_reads_the_live_server_file(tmp_path, monkeypatch):
     assert remote.find_server([]) is None  # a token is needed and none is set
     monkeypatch.setenv("RAG_SERVE_TOKEN", "t")
     assert remote.find_server([]) == ("http://127.0.0.1:1234", "t")
+    server_file.remove(tmp_path / "state", os.getpid())
     server_file.write(tmp_path / "state", {**info, "pid": 2**22 + 12345})  # a dead server
     assert remote.find_server([]) is None
     monkeypatch.setenv("RAG_SERVER_URL", "http://example.invalid:1/")

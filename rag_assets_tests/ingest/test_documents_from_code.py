@@ -28,11 +28,31 @@ def test_an_empty_list_or_a_document_without_content_is_a_value_error_naming_it(
 
 
 def test_ids_become_safe_file_names_under_the_managed_folder():
-    assert relative_path("rules/Core Rules v3.1") == "rules/Core-Rules-v3.1.md"
-    assert relative_path("../../etc/passwd") == "etc/passwd.md"  # no way out of the folder
-    assert relative_path("faq.mdx") == "faq.mdx"
-    with pytest.raises(ValueError):
-        relative_path("///")
+    assert relative_path("faq") == "faq.md" and relative_path("faq.mdx") == "faq.mdx"
+    assert relative_path("rules/Core Rules v3.1").startswith("rules/Core-Rules-v3.1-")  # a space went: hashed
+    assert relative_path("../../etc/passwd").startswith("etc/passwd-")  # no way out of the folder
+    assert relative_path("///").endswith(".md") and "/" not in relative_path("///")
+
+
+def test_ids_in_any_script_are_files_of_their_own_and_two_ids_never_share_one(tmp_path):
+    """Ids of non-Latin letters were refused ("no usable characters"), and two different ids that
+    differ only in characters a file name drops (`東京 guide`, `大阪 guide`; `rules 1`, `rules-1`)
+    mapped to one file, the second refused."""
+    assert relative_path("日本語/手順") == "日本語/手順.md" and relative_path("café") == "café.md"
+    ids = ["日本語/手順", "東京 guide", "大阪 guide", "rules 1", "rules-1", "café", "cafe\u0301", "🙂"]
+    assert len({relative_path(i) for i in ids}) == len(ids)
+    folder = tmp_path / "docs" / "_from_code"
+    written = write(folder, validate([{"id": i, "content": f"# {i}"} for i in ids]))
+    assert len(set(written)) == len(ids)
+    assert remove(folder, ["東京 guide"])[0] == [f"_from_code/{relative_path('東京 guide')}"]
+    assert (folder / relative_path("大阪 guide")).read_text().startswith("---\ndocument_id: 大阪 guide\n")
+    # a file an earlier version named for an id (its ASCII-only name) stays that id's file
+    older = tmp_path / "older" / "_from_code"
+    older.mkdir(parents=True)
+    (older / "notes-v2.md").write_text("---\ndocument_id: notes v2\n---\n\n# Notes\n")
+    assert write(older, validate([{"id": "notes v2", "content": "# Notes, edited"}])) == ["_from_code/notes-v2.md"]
+    assert sorted(p.name for p in older.iterdir()) == ["notes-v2.md"]
+    assert remove(older, ["notes v2"]) == (["_from_code/notes-v2.md"], [])
 
 
 def test_files_carry_the_metadata_and_the_id_as_frontmatter_and_are_replaced_whole(tmp_path):
@@ -112,12 +132,12 @@ def test_a_batch_with_an_id_too_long_for_a_file_name_writes_nothing(tmp_path):
 
 def test_an_id_whose_file_another_id_owns_is_refused_before_writing(tmp_path):
     folder = tmp_path / "docs" / "_from_code"
-    write(folder, validate([{"id": "rules 1", "content": "# One"}]))
-    with pytest.raises(ValueError, match="id 'rules-1' maps to _from_code/rules-1.md, which holds the document with id 'rules 1'"):
-        write(folder, validate([{"id": "new", "content": "# New"}, {"id": "rules-1", "content": "# Other"}]))
+    write(folder, validate([{"id": "rules-1", "content": "# One"}]))
+    with pytest.raises(ValueError, match="id 'rules-1.md' maps to _from_code/rules-1.md, which holds the document with id 'rules-1'"):
+        write(folder, validate([{"id": "new", "content": "# New"}, {"id": "rules-1.md", "content": "# Other"}]))
     assert not (folder / "new.md").exists()
-    assert remove(folder, ["rules-1"]) == ([], ["rules-1"])  # not its file
-    assert remove(folder, ["rules 1"]) == (["_from_code/rules-1.md"], [])
+    assert remove(folder, ["rules-1.md"]) == ([], ["rules-1.md"])  # not its file
+    assert remove(folder, ["rules-1"]) == (["_from_code/rules-1.md"], [])
 
 
 def test_written_files_take_the_umask_like_any_saved_file(tmp_path):

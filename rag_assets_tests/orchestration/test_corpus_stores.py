@@ -110,3 +110,29 @@ def test_a_corpus_named_rag_stops_sharing_the_default_corpus_collection(env, mon
     assert chunk_paths("default") == default_before  # the default corpus's index as its own documents made it
     assert set(chunk_paths("rag")) == set(FAQ)
     assert json.loads(rag("ingest", "--json").stdout)["documents_unchanged"] == len(default_before)
+
+
+@pytest.mark.system
+def test_a_move_killed_after_its_rename_is_finished_by_the_next_ingest(env, monkeypatch):
+    """Killed just after the store move's rename (the copy complete, the old collection not yet
+    dropped), the old collection stayed in the default corpus's store for good: the next ingest
+    skipped the move (the corpus had a store of its own) and, having nothing to do, took its no-op path."""
+    from rag_assets.orchestration import corpus_stores
+
+    rag("ingest", "--json")
+    corpus = ingest_the_old_way(monkeypatch, "faq", write_corpus(env / "faq_docs", FAQ))
+    shared = Settings.from_env().chroma_path
+    before = chunk_paths("faq")
+
+    def killed(*args):
+        raise KeyboardInterrupt("killed after the rename")
+
+    with monkeypatch.context() as stopped, pytest.raises(KeyboardInterrupt):
+        stopped.setattr(corpus_stores, "drop_collection", killed)
+        corpus_stores.move_to_own_store(corpus)
+    assert corpus.own_store.is_dir() and embedded_collection_id(shared, "faq_chunks") is not None
+
+    finished = rag("--corpus", "faq", "ingest", "--json")
+    assert "left behind" in finished.stderr and embedded_collection_id(shared, "faq_chunks") is None
+    assert json.loads(finished.stdout)["documents_failed"] == 0
+    assert chunk_paths("faq") == before

@@ -5,6 +5,7 @@ line with their status, the token, the request log without query text, the OpenA
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 
 import pytest
@@ -14,7 +15,7 @@ from rag_assets.pipeline import RAGPipeline
 from rag_assets.serving.http_app import create_app
 from rag_assets.serving.mcp_tools import build_mcp_server
 from rag_assets.serving.openapi import openapi_document
-from rag_assets.serving.requests import _ANSWER_FIELDS, _SEARCH_FIELDS
+from rag_assets.serving.requests import ANSWER_FIELDS, SEARCH_FIELDS
 from rag_assets.serving.service import IndexService
 from rag_assets_tests.support.serving import SECOND, sample_corpora, with_chat
 
@@ -90,11 +91,85 @@ def test_bad_requests_are_one_line_with_their_status(client, body, status, words
     assert r.status_code == status and words in r.json()["error"] and "\n" not in r.json()["error"]
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 def test_body_limit_and_malformed_json(client):
-    r = client.post("/search", content=b'{"query": "' + b"x" * 70_000 + b'"}')
+    r = client.post("/search", content=b'{"query": "' + b"x" * 70_000 + b'"}', headers=JSON)
     assert r.status_code == 413 and "limit" in r.json()["error"]
-    r = client.post("/search", content=b"{not json")
+    r = client.post("/search", content=b"{not json", headers=JSON)
     assert r.status_code == 400 and "not JSON" in r.json()["error"]
+
+
+@pytest.mark.parametrize("body, words", [
+    (b"[" * 30_000 + b"]" * 30_000, "nests JSON too deep"),
+    (b'{"query": "rate limits \\ud800"}', "lone surrogate"),
+    (b'{"query": "rate limits", "filters": {"module": "\\udfff"}}', "lone surrogate"),
+])
+def test_json_a_parser_or_tokenizer_would_choke_on_is_a_400(client, body, words):
+    """Deeply nested JSON and a lone surrogate answered 500 with a traceback in the log."""
+    r = client.post("/search", content=body, headers=JSON)
+    assert r.status_code == 400 and words in r.json()["error"], r.text
+
+
+@pytest.mark.parametrize("method, path, status", [
+    ("GET", "/search", 405), ("DELETE", "/search", 405), ("GET", "/answer", 405), ("POST", "/corpora", 405),
+    ("GET", "/no/such/path", 404), ("GET", "/mcp", 405),
+])
+def test_every_error_is_one_json_line_unknown_paths_and_methods_too(client, method, path, status):
+    """GET /search, DELETE /search and unknown paths answered plain text; GET /mcp opened an event
+    stream that stayed open for good (read as a stream here: before, reading it whole never ended)."""
+    with client.stream(method, path, headers={**JSON, "Accept": "application/json, text/event-stream"}) as r:
+        assert r.status_code == status and r.headers["content-type"] == "application/json", r.headers
+        error = json.loads(r.read())["error"]
+    assert error and "\n" not in error
+    if status == 405:
+        assert r.headers["allow"]
+
+
+ROUTES = [("GET", "/health"), ("GET", "/corpora"), ("POST", "/search"), ("POST", "/answer"), ("GET", "/openapi.json"),
+          ("GET", "/docs"), ("POST", "/mcp")]
+
+
+@pytest.mark.parametrize("method, path", ROUTES)
+def test_a_loopback_server_refuses_a_foreign_host_or_origin_on_every_route(client, service, method, path):
+    """DNS rebinding: a page of evil.example whose name now points at 127.0.0.1 read /search, /corpora,
+    /answer, /openapi.json and /docs before (only /mcp refused it)."""
+    body = {"query": "rate limits"} if path != "/mcp" else {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    host = client.request(method, path, json=body, headers={"Host": "evil.example"})
+    assert host.status_code == 421 and "evil.example" in host.json()["error"]
+    origin = client.request(method, path, json=body, headers={"Origin": "http://evil.example"})
+    assert origin.status_code == 403 and "evil.example" in origin.json()["error"]
+    for local in ("http://127.0.0.1:8765", "http://localhost:3000"):
+        assert client.request(method, path, json=body, headers={"Origin": local}).status_code not in (403, 421)
+    # off loopback the token guards, whatever name the server is reached by
+    with TestClient(create_app(service, token="s3cret", loopback=False),
+                    base_url="http://docs.example:8765") as remote:
+        assert remote.get("/corpora").status_code == 401
+        assert remote.get("/corpora", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/search", "/answer", "/mcp"])
+def test_a_body_that_is_not_json_is_a_415(client, path):
+    """A web page may POST text/plain or a form to any address without asking: /search and /answer
+    answered such bodies."""
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        r = client.post(path, content=b'{"query": "rate limits"}', headers={"Content-Type": kind})
+        assert r.status_code == 415 and "application/json" in r.json()["error"]
+
+
+
+def test_mcp_is_held_to_the_body_limit_and_the_requests_in_flight(service):
+    """/mcp took 4 MiB bodies (64 KiB documented) and was outside the in-flight limit."""
+    with TestClient(create_app(service, mcp_server=build_mcp_server(service)), base_url=URL) as c:
+        big = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "search", "arguments": {"query": "x" * 100_000}}}
+        r = c.post("/mcp", json=big, headers={"Accept": "application/json, text/event-stream"})
+        assert r.status_code == 413 and "limit" in r.json()["error"]
+    with TestClient(create_app(service, mcp_server=build_mcp_server(service), max_in_flight=0), base_url=URL) as c:
+        r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                   headers={"Accept": "application/json, text/event-stream"})
+        assert r.status_code == 503 and "busy" in r.json()["error"]
 
 
 def test_the_retrieval_timeout_is_a_504(corpora):
@@ -173,8 +248,8 @@ def test_openapi_names_every_route_and_request_field(client):
     assert doc == openapi_document()
     assert set(doc["paths"]) == {"/health", "/corpora", "/search", "/answer", "/mcp"}
     schemas = doc["components"]["schemas"]
-    assert set(schemas["SearchRequest"]["properties"]) == _SEARCH_FIELDS
-    assert set(schemas["AnswerRequest"]["properties"]) == _ANSWER_FIELDS
+    assert set(schemas["SearchRequest"]["properties"]) == set(SEARCH_FIELDS)
+    assert set(schemas["AnswerRequest"]["properties"]) == set(ANSWER_FIELDS)
     page = client.get("/docs")
     assert page.status_code == 200 and "POST /search" in page.text
 

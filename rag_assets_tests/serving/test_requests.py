@@ -18,7 +18,7 @@ def test_search_request_takes_retrieve_request_fields():
 
 @pytest.mark.parametrize("body, words", [
     ({"query": "q", "fusion": "rrf", "mode": "vector"}, "hybrid"),
-    ({"query": "q", "fusion": "max"}, "convex or rrf"),
+    ({"query": "q", "fusion": "max"}, "one of convex, rrf"),
     ({"query": "q", "corpus": []}, "corpus"),
     ({"query": "q", "corpus": [f"c{i}" for i in range(17)]}, "at most 16"),
     ({"query": "q", "min_relevance": 2}, "between 0 and 1"),

@@ -33,3 +33,10 @@ def test_a_port_in_use_is_one_line():
             bind("127.0.0.1", port)
     finally:
         first.close()
+
+
+@pytest.mark.parametrize("port", [99999, -1, 65536])
+def test_a_port_out_of_range_is_a_configuration_error(port):
+    """--port 99999 was "unexpected error: OverflowError" (exit 1), not a usage error."""
+    with pytest.raises(ConfigurationError, match="0 to 65535"):
+        bind("127.0.0.1", port)

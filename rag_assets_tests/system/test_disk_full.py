@@ -1,5 +1,6 @@
 """The disk under the embedded vector store fills up: the ingest ends in bounded time with one clear
 line, readers keep answering from what is committed, and once there is room the next run converges.
+The disk under the state folder fills up: one line naming the state database and what to do.
 
 A real tmpfs of 16 MB under the Chroma folder (root only: mounting needs it), filled but for 4 MB,
 then a page of about a thousand chunks. Before the store checked its disk, the write half-landed in
@@ -27,18 +28,22 @@ def rag(*args, timeout=300):
                           env=os.environ.copy(), timeout=timeout)
 
 
-@pytest.fixture
-def small_disk(rag_env):
-    chroma = rag_env / "chroma"
-    chroma.mkdir()
+def small_tmpfs(folder):
+    """A 16 MB tmpfs mounted on folder for the test (skipped where mounting is not permitted)."""
+    folder.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(chroma)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)], capture_output=True).returncode:
         pytest.skip("mount -t tmpfs is not permitted here")
     try:
-        yield chroma
+        yield folder
     finally:
-        subprocess.run(["umount", "-l", str(chroma)], check=True)
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+@pytest.fixture
+def small_disk(rag_env):
+    yield from small_tmpfs(rag_env / "chroma")
 
 
 def test_a_full_disk_fails_the_write_at_once_and_readers_keep_answering(small_disk, dagster_home, rag_env):
@@ -65,3 +70,24 @@ def test_a_full_disk_fails_the_write_at_once_and_readers_keep_answering(small_di
     assert again.returncode == 0, again.stdout + again.stderr
     assert json.loads(again.stdout)["documents_processed"] == 1
     assert "big.md" in rag("query", "word7x3 lorem ipsum", "--top-k", "3", "--mode", "keyword").stdout
+
+
+@pytest.fixture
+def small_state_disk(rag_env):
+    yield from small_tmpfs(rag_env / "state")
+
+
+def test_a_full_state_disk_is_one_line_naming_the_state_database(small_state_disk, dagster_home, rag_env):
+    """It was "rag: unexpected error: OperationalError: (sqlite3.OperationalError) database or disk is
+    full", naming no file."""
+    first = rag("ingest")
+    assert first.returncode == 0, first.stdout + first.stderr
+    stat = os.statvfs(small_state_disk)
+    (small_state_disk / "filler").write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize))
+    with open(rag_env / "docs" / "rate-limits.md", "a", encoding="utf-8") as page:
+        page.write("\nOne more sentence about rate limits.\n")
+    full = rag("ingest")
+    assert full.returncode == 1, full.stdout + full.stderr
+    lines = full.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unexpected" not in lines[0] and "Traceback" not in full.stderr, full.stderr
+    assert str(small_state_disk) in lines[0] and "full" in lines[0], lines[0]

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from rag_assets.serving import server_file
 from rag_assets_tests.support.environment import subprocess_env
-from rag_assets_tests.support.serving import SECOND, sample_corpora
+from rag_assets_tests.support.serving import SECOND, data_folder_corpora, sample_corpora
 
 pytestmark = pytest.mark.system
 
@@ -162,3 +162,53 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(env):
     proc = subprocess.run([RAG, "serve", "--host", "0.0.0.0", "--port", "0"], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "RAG_SERVE_TOKEN" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def documented(language: str, marker: str) -> str:
+    """The first code block of docs/serve.md in this language that holds marker."""
+    text = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
+    return next(b for b in re.findall(rf"```{language}\n(.*?)```", text, re.S) if marker in b)
+
+
+def test_the_documented_client_entries_used_as_written_from_another_folder_see_every_corpus(tmp_path):
+    """docs/serve.md's Claude Desktop entry, used literally from another folder, served only `default`:
+    the corpora made with --name live under RAG_CORPORA_DIR, which the entry did not set. Now the entry
+    names the data folder, and so does the documented `rag serve` command line."""
+    data = tmp_path / "checkout" / "data"
+    data_folder_corpora(data)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def literal(text: str) -> str:
+        return text.replace("/path/to/rag_assets/.venv/bin/rag", RAG).replace("/path/to/rag_assets/data", str(data))
+
+    entry = json.loads(literal(documented("json", "mcpServers")))["mcpServers"]["rag-docs"]
+
+    async def over_stdio():
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry.get("env"),
+                                       cwd=str(elsewhere))
+        async with Client(params) as client:
+            return (await client.call_tool("list_pages", {})).structured_content
+
+    listed = anyio.run(over_stdio)
+    assert [c["name"] for c in listed["corpora"]] == ["default", SECOND]
+    assert {p["corpus"] for p in listed["pages"]} == {"default", SECOND}
+
+    command = literal(documented("bash", "rag serve").strip()) + " --port 0"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "CHROMA_", "OPENAI_"))}
+    proc = subprocess.Popen(command, shell=True, cwd=elsewhere, env={**clean, "NO_PROXY": "127.0.0.1,localhost"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        url = _wait_listening(proc)
+        vscode = json.loads(documented("json", '"servers"'))["servers"]["rag-docs"]
+        endpoint = vscode["url"].replace("http://127.0.0.1:8765", url)
+
+        async def over_http():
+            async with Client(streamable_http_client(endpoint)) as client:
+                return (await client.call_tool("list_pages", {})).structured_content
+
+        served = anyio.run(over_http)
+        assert [c["name"] for c in served["corpora"]] == ["default", SECOND]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=60)

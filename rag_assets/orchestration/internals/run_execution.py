@@ -11,15 +11,26 @@ def execute_run_here(run_id: str, instance_ref_json: str) -> int:
     """Execute the run in this process as `dagster api execute_run` would (Dagster's
     _execute_run_command_body, with its interrupt handling); the exit code (0 when the run ended,
     whatever its outcome)."""
-    from dagster._cli.api import _execute_run_command_body
+    with open_instance(instance_ref_json) as instance:
+        return execute_run_on(run_id, instance)
+
+
+def open_instance(instance_ref_json: str):
+    """The instance of a serialised ref, opened (a context manager: closes its storages): what a
+    warm worker opens before its run is handed to it."""
     from dagster._core.instance import DagsterInstance, InstanceRef
     from dagster._serdes import deserialize_value
+
+    return DagsterInstance.from_ref(deserialize_value(instance_ref_json, InstanceRef))
+
+
+def execute_run_on(run_id: str, instance) -> int:
+    """execute_run_here on an instance already open."""
+    from dagster._cli.api import _execute_run_command_body
     from dagster._utils.interrupts import capture_interrupts
 
     with capture_interrupts():
-        ref = deserialize_value(instance_ref_json, InstanceRef)
-        with DagsterInstance.from_ref(ref) as instance:
-            return _execute_run_command_body(run_id, instance, lambda _event: None, set_exit_code_on_failure=False)
+        return _execute_run_command_body(run_id, instance, lambda _event: None, set_exit_code_on_failure=False)
 
 
 def execute_run_args(run_id: str, instance_ref_json: str) -> str:
