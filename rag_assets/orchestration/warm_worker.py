@@ -27,7 +27,7 @@ from pathlib import Path
 from rag_assets.process_start import imports_without_gc
 
 PACKAGE = Path(__file__).resolve().parents[1]
-# long enough for its language to be detected (rag_assets.ingest.languages.MIN_LETTERS), as a real page's is
+# long enough for its language to be detected (rag_assets.ingest.text_language.MIN_LETTERS), as a real page's is
 _WARM_PAGE = ("# Warming up\n\nA run worker reads this page once, before any run is handed to it, so that the first "
               "page of its run finds everything it needs already loaded: the language model that tells which "
               "language a page is written in, the token encoding that sizes the chunks, the embedding model's "

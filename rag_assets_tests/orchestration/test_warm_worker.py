@@ -21,10 +21,10 @@ PROBE = """
 import json, sys
 from rag_assets.orchestration import warm_worker
 warm_worker.warm_up()
-from rag_assets.ingest import languages, tokens
+from rag_assets.ingest import text_language, tokens
 from rag_assets.orchestration.definitions import DEFAULT, RESOURCES
 embedder = RESOURCES["embedder"].get(DEFAULT.corpus.settings())
-print(json.dumps({"language_model": languages._IDENTIFIER is not None,
+print(json.dumps({"language_model": text_language._IDENTIFIER is not None,
                   "inference_session": getattr(embedder, "_session", None) is not None,
                   "chromadb": "chromadb.api.rust" in sys.modules or "chromadb.api" in sys.modules,
                   "snapshot_writer": "rag_assets.retrieval.snapshot_writer" in sys.modules}))
