@@ -17,10 +17,14 @@ Definitions (what the numbers mean):
   the default locale and the version the site serves by default, never 404, tag, search, blog-list or
   generated category pages. Per generator: Docusaurus: `html.docs-doc-page` pages without a version
   banner (the default version of each docs plugin: the newest of versions.json unless the config says
-  otherwise; `docs/` at /docs/next/ is then "unreleased", not default), `html.blog-post-page` and
+  otherwise; `docs/` at /docs/next/ is then "unreleased", not default; with --all-versions every
+  version the build holds, to measure `RAG_VERSIONS=all`), `html.blog-post-page` and
   `html.mdx-page` (a markdown page of src/pages); Starlight: pages with `.sl-markdown-content` whose
-  <html lang> starts with --lang; MkDocs (material): pages with `article.md-content__inner`, less the
-  blog plugin's generated index/archive/category pages (they have no edit link).
+  <html lang> starts with --lang; MkDocs (material): pages with `article.md-content__inner` and an
+  edit link (Material shows one on every page built from a markdown file), so neither the blog plugin's
+  views (its index, archive, category and pagination pages: lists of other pages' excerpts, no edit
+  link) nor a landing page whose template renders no content (Material's `template: home.html`: an
+  empty article, no edit link) nor a `template: redirect.html` page (no article: a refresh) is one.
 * A page's source file: Docusaurus from the build's own route metadata (`.docusaurus/**.json`:
   `source` + `permalink`), else the page's "edit this page" link (path after `/edit/<branch>/`,
   matched to a file of REPO_ROOT).
@@ -151,12 +155,12 @@ def _edit_source(root: Node) -> str | None:
     return None
 
 
-def _docusaurus_page(root: Node) -> tuple[str, Node | None, str]:
+def _docusaurus_page(root: Node, all_versions: bool = False) -> tuple[str, Node | None, str]:
     html = next(iter(find_all(root, "html")), None)
     classes = html.classes if html else set()
     if "docs-doc-page" in classes:
         if find_all(root, cls="theme-doc-version-banner"):
-            return "other-version", None, ""
+            return "other-version", next(iter(find_all(root, cls="theme-doc-markdown")), None) if all_versions else None, ""
         body = next(iter(find_all(root, cls="theme-doc-markdown")), None)
         return "docs", body, ""
     if "blog-post-page" in classes:
@@ -185,9 +189,10 @@ def _mkdocs_page(root: Node) -> tuple[str, Node | None, str]:
 
 
 def built_pages(built: Path, generator: str, lang: str = "en", drop: frozenset[str] = frozenset(),
-                base_path: str | None = None) -> tuple[list[BuiltPage], Counter, str | None]:
+                base_path: str | None = None, all_versions: bool = False) -> tuple[list[BuiltPage], Counter, str | None]:
     """The published pages (routes under the base path: `base_path`, else the one the canonical links
-    agree on), the pages skipped by kind, and the base path used (None: no canonical link says one)."""
+    agree on), the pages skipped by kind, and the base path used (None: no canonical link says one).
+    `all_versions`: a Docusaurus page of another version than the default is published too."""
     pages, skipped, prefixes = [], Counter(), Counter()
     for html_file in sorted(built.rglob("*.html")):
         route = _route_of(html_file, built)
@@ -198,7 +203,7 @@ def built_pages(built: Path, generator: str, lang: str = "en", drop: frozenset[s
         if prefix is not None:
             prefixes[prefix] += 1
         if generator == "docusaurus":
-            kind, body, head = _docusaurus_page(root)
+            kind, body, head = _docusaurus_page(root, all_versions)
         elif generator == "starlight":
             kind, body, head = _starlight_page(root, lang)
         else:
@@ -423,6 +428,8 @@ def main() -> None:
                         "source (default: src/content/docs, docs)")
     parser.add_argument("--base-path", help="the site's base path (default: from the build's canonical links, "
                         "else from our urls)")
+    parser.add_argument("--all-versions", action="store_true",
+                        help="every version the build holds is published (Docusaurus; measure RAG_VERSIONS=all)")
     parser.add_argument("--lang", default="en", help="the default locale (Starlight: <html lang> prefix)")
     parser.add_argument("--drop-class", action="append", default=[],
                         help="leave out elements of this class: what the site's layout adds to every page of a kind, "
@@ -436,7 +443,7 @@ def main() -> None:
     args = parser.parse_args()
     repo = args.repo.resolve()
     pages, skipped, base = built_pages(args.built.resolve(), args.generator, args.lang, frozenset(args.drop_class),
-                                       args.base_path)
+                                       args.base_path, args.all_versions)
     route_sources = {}
     if args.docusaurus_dir:
         prefix = args.site_prefix.strip("/") + "/" if args.site_prefix else ""

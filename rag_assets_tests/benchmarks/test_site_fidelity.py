@@ -76,6 +76,9 @@ def test_docusaurus_pages_of_another_version_are_not_published(tmp_path):
     assert [(p.route, p.text.split(), p.source) for p in pages] == [("/docs/intro", ["Intro", "Hello"], "docs/intro.md")]
     assert skipped == {"other-version": 1}
     assert sf.normalize_route("https://site.dev/docs/intro/index.html") == "/docs/intro"
+    # measuring RAG_VERSIONS=all: every version the build holds is published
+    pages, skipped, _ = sf.built_pages(tmp_path, "docusaurus", all_versions=True)
+    assert sorted((p.route, p.kind) for p in pages) == [("/docs/intro", "docs"), ("/docs/next/intro", "other-version")]
 
 
 def test_a_fence_shown_inside_a_longer_fence_is_code_not_an_info_string():
