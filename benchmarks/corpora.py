@@ -20,6 +20,7 @@ indexed text changed are embedded again. Nothing here is written into the reposi
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -27,7 +28,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SHARED = ROOT.parent / "shared"
+# the shared datasets beside the checkout; BENCHMARK_SHARED_DIR names them for a checkout elsewhere (a worktree)
+SHARED = Path(os.environ.get("BENCHMARK_SHARED_DIR") or ROOT.parent / "shared")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

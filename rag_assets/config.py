@@ -188,7 +188,7 @@ class Settings:
     context_passages: int = 2
     # mean dense cosine of the top candidates under which a retrieve() returns nothing; calibrated
     # for all-MiniLM-L6-v2 in benchmarks/retrieval_calibration.md (hybrid: eval min 0.31, off-topic median 0.16)
-    min_relevance: float = 0.25
+    min_relevance: float = 0.16  # a calibrated relevance: the default the calibration chose (relevance_calibration.json)
     max_query_chars: int = 2000
     retrieve_timeout_seconds: float = 10.0  # a retrieval that takes longer raises RetrievalTimeoutError
     query_cache_ttl_seconds: float = 300.0

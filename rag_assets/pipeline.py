@@ -8,15 +8,17 @@ Contract (the rag-pipeline contract callers wrote; docs/api.md maps its names to
 
 - ``document_chunks`` holds at most ``max_chunks`` chunks: the best ``max_chunks`` of the mode's
   ranking (hybrid by default), presented sorted by ``relevance_score`` descending; ``relevance_scores``
-  is in the same order. ``relevance_score`` is the dense cosine of the query with the chunk in
-  every mode (keyword-only hits too), so one threshold works for every mode. Each chunk also
-  keeps ``retrieval_rank``/``retrieval_score``: its place and score in the mode's own ranking.
-- Threshold: ``avg_relevance`` is the mean cosine of the first GATE_HEAD (5) candidates of the
-  ranking, whatever ``max_chunks`` is. When it is under ``min_relevance`` (default RAG_MIN_RELEVANCE,
-  calibrated in benchmarks/retrieval_calibration.md), no chunks come back and ``meets_threshold`` is
-  False; otherwise the candidates whose own cosine is under ``min_relevance`` are dropped too ("return
-  only those that qualify"). Every ``max_chunks`` up to RANKING_FLOOR (20) reads the same ranking, so
-  asking for more context returns a superset of asking for less, never fewer chunks.
+  is in the same order. ``relevance_score`` is the chance that the chunk is relevant to the question,
+  in [0, 1], calibrated on labelled questions in every mode and for every embedder
+  (rag_assets.retrieval.relevance), so one threshold works for all of them; ``cosine`` keeps the raw
+  dense cosine. Each chunk also keeps ``retrieval_rank``/``retrieval_score``: its place and score in
+  the mode's own ranking.
+- Threshold (context.relevance_gate): the candidates whose relevance reaches ``min_relevance``
+  (default RAG_MIN_RELEVANCE, chosen with the calibration: docs/benchmarks.md) come back ("return only
+  those that qualify"), and ``avg_relevance`` is their mean; when none does, no chunks come back,
+  ``meets_threshold`` is False and ``avg_relevance`` is the best candidate's. Every ``max_chunks`` up to
+  RANKING_FLOOR (20) reads the same ranking, so asking for more context returns a superset of asking
+  for less, never fewer chunks.
 - Filters (``RetrieveRequest.filters``, ``query(filters=...)``): the documents a query may return
   chunks from (rag_assets.retrieval.filters); ranking happens inside that set.
 - Preference (``RetrieveRequest.prefer``: the reader's module, chapter or doc_path): chunks from
@@ -72,9 +74,16 @@ _INTERNAL_KEYS = {"content_hash", "embedding_model", "token_count", "oversized",
 
 
 class RAGPipeline:
-    def __init__(self, retriever: Retriever, settings: Settings | None = None):
+    def __init__(self, retriever: Retriever, settings: Settings | None = None, corpus=None):
+        """``corpus`` (rag_assets.corpus.Corpus): the corpus ingest() and delete_documents() write; by
+        default the project's own corpus over these settings (their docs folder, store and state)."""
         self.retriever = retriever
         self.settings = settings or retriever.settings
+        if corpus is None:
+            from rag_assets.corpus import Corpus
+
+            corpus = Corpus(base=self.settings)
+        self.corpus = corpus
         self._cache = GenerationCache(self.settings.query_cache_size, self.settings.query_cache_ttl_seconds)
 
     @classmethod
@@ -83,14 +92,16 @@ class RAGPipeline:
         """The pipeline over the default corpus's index (Settings.from_env), or over the named corpus's
         (rag_assets.corpus; its own collection and state) when `corpus` is given. `embedder`: one
         already loaded for the same embedder settings (several corpora then share one model)."""
+        found = None
         if corpus is not None:
             from rag_assets.corpus import find_corpus
             from rag_assets.orchestration.component import known_corpora
 
             base = settings or Settings.from_env()  # the Python API's documented default: the environment, once
-            settings = find_corpus(corpus, base, known_corpora(base)).settings()
+            found = find_corpus(corpus, base, known_corpora(base))
+            settings = found.settings()
         settings = settings or Settings.from_env()
-        return cls(Retriever.from_settings(settings, embedder=embedder), settings)
+        return cls(Retriever.from_settings(settings, embedder=embedder), settings, found)
 
     @property
     def cache(self) -> GenerationCache:
@@ -130,7 +141,7 @@ class RAGPipeline:
 
         retrieval, ranked = self._guard(self._ranked, plan, view, prefer, max_chunks)
         candidates = [_to_chunk(r, rank) for rank, r in enumerate(ranked[:max_chunks], 1)]
-        avg, meets = relevance_gate(ranked, min_relevance)
+        avg, meets = relevance_gate(candidates, min_relevance)
         chunks = [c for c in candidates if c.relevance_score >= min_relevance] if meets else []
         chunks.sort(key=lambda c: (-c.relevance_score, c.retrieval_rank))
         context = RAGContext(
@@ -241,22 +252,27 @@ class RAGPipeline:
         A document: our ``Document``, a mapping, a dataclass (the rules-bot contract's
         ``RuleDocument``) or a pydantic model, with ``content`` (markdown), ``metadata``
         (frontmatter) and an id: ``document_id``, ``id`` or ``doc_id`` (a string or a UUID), else its
-        ``filename``. Chunks carry the id as ``document_id``; ``delete_documents`` takes it back.
-        Re-ingesting an id with new content replaces its chunks.
+        ``filename``, else one derived from its source and content (documents_from_code.derived_id).
+        Chunks carry the id as ``document_id``, the result lists it (``document_ids``) and
+        ``delete_documents`` takes it back. Re-ingesting an id with new content replaces its chunks.
+        Metadata filled in (source, doc_type, last_update_date not given) is named in ``warnings``.
 
-        ValueError, before anything is written, for an empty list, a document without content or id,
-        an id twice, an id too long for a file name, metadata YAML cannot hold (naming the key). A
+        ValueError, before anything is written, for an empty list, a document without content, two
+        without an id and alike, an id twice, an id too long for a file name, metadata YAML cannot hold
+        (naming the key). VectorDBWriteError when the vector store cannot be reached (nothing indexed). A
         document that cannot be indexed (over RAG_MAX_FILE_BYTES, missing RAG_REQUIRED_METADATA,
         failing in its run) is counted in ``documents_failed``, named in ``errors`` and leaves nothing
         behind; the others are indexed."""
         from rag_assets.orchestration.code_documents import ingest_documents
 
-        return ingest_documents(self.settings, documents)
+        return ingest_documents(self.corpus, documents)
 
     def load_documents(self, documents, batch_size: int = 100) -> dict[str, Any]:
         """The pipeline-API contract's load: ingest() in batches of batch_size; a failing batch
         does not stop the next. A document with empty content is skipped with a WARNING and counted
-        as failed (the contract's text); when no document has content, ValueError (its test)."""
+        as failed (the contract's text); when no document has content, ValueError (its test). Each
+        document must carry metadata (a mapping, ``{}`` for none: the contract's rule; ValueError).
+        Beyond the contract's keys: ``document_ids`` (given or derived, in order) and ``warnings``."""
         from rag_assets.ingest.documents_from_code import validate
 
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -274,8 +290,9 @@ class RAGPipeline:
         for line in errors:
             log.warning("%s", line)
         skipped = set(empty)
-        docs = validate([raw for i, raw in enumerate(documents) if i not in skipped])
-        totals = {"documents_loaded": 0, "documents_failed": len(empty), "embeddings_generated": 0, "errors": errors}
+        docs = validate([raw for i, raw in enumerate(documents) if i not in skipped], require_metadata=True)
+        totals = {"documents_loaded": 0, "documents_failed": len(empty), "embeddings_generated": 0, "errors": errors,
+                  "warnings": [], "document_ids": [doc.id for doc in docs]}
         for i in range(0, len(docs), batch_size):
             batch = docs[i:i + batch_size]
             try:
@@ -289,6 +306,7 @@ class RAGPipeline:
             totals["documents_failed"] += result.documents_failed
             totals["embeddings_generated"] += result.embedding_count
             totals["errors"] += result.errors
+            totals["warnings"] += result.warnings
         return {**totals, "storage_complete": totals["documents_failed"] == 0,
                 "execution_time_ms": (time.perf_counter() - start) * 1000}
 
@@ -299,7 +317,7 @@ class RAGPipeline:
         and the deletion guard keeps them (then nothing is deleted)."""
         from rag_assets.orchestration.code_documents import delete_documents
 
-        return delete_documents(self.settings, ids)
+        return delete_documents(self.corpus, ids)
 
     def embed(self, texts: list[str], **kwargs) -> list[list[float]]:
         """Vectors of the configured embedder, one per text (the pipeline-API contract's embed()).
@@ -341,8 +359,10 @@ class RAGPipeline:
         index (once: after an upgrade from a version without it, or a snapshot lost; 30 s and more at
         100,000 chunks), outside RAG_RETRIEVE_TIMEOUT_SECONDS. For a caller with nothing else to do
         meanwhile: `rag query` before its question, `rag serve` before it listens. A query that meets
-        such a build instead waits for it within the timeout, and its timeout error says so."""
+        such a build instead waits for it within the timeout, and its timeout error says so. The
+        embedder's relevance anchors are made ready too (embedded once, then read from RAG_CACHE_DIR)."""
         self.retriever.view()
+        self.retriever.anchors()
 
     def _guard(self, fn, *args):
         """fn(*args) within RAG_RETRIEVE_TIMEOUT_SECONDS (0 or less: no limit)."""
@@ -412,11 +432,12 @@ def _to_chunk(result: SearchResult, rank: int) -> DocumentChunk:
     return DocumentChunk(
         chunk_id=result.chunk_id,
         document_id=str(meta.get("document_id") or result.doc_path),
-        doc_path=result.doc_path,
         text=result.text,
         metadata=meta,
         relevance_score=float(result.relevance if result.relevance is not None else 0.0),
         position_in_doc=result.chunk_index,
+        doc_path=result.doc_path,
+        cosine=result.cosine,
         section=result.section,
         heading_breadcrumb=result.heading_breadcrumb,
         retrieval_rank=rank,

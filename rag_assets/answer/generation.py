@@ -97,7 +97,7 @@ class Source:
     heading_breadcrumb: str
     title: str
     excerpt: str  # the chunk text, whitespace collapsed, cut to EXCERPT_CHARS
-    relevance_score: float  # dense cosine of question and chunk
+    relevance_score: float  # the chance that the chunk is relevant to the question, in [0, 1]
     # where the page is published, when its folder is a docs site (rag_assets.vocabulary.site); "" otherwise
     url: str = ""
 
@@ -107,12 +107,15 @@ class Source:
 
 @dataclass
 class Answer:
-    question: str
+    """The textbook service's RAGResponse(answer, sources, processing_time_ms, tokens_used), in its
+    order; ours follow with defaults."""
+
     answer: str
     sources: list[Source]  # best first; [Source N] = sources[N-1]
     processing_time_ms: float
     tokens_used: int  # usage.total_tokens of the chat completion; 0 when the model was not called
-    model: str  # the model that answered ("" when the model was not called)
+    question: str = ""
+    model: str = ""  # the model that answered ("" when the model was not called)
     cited_sources: list[int] = field(default_factory=list)  # valid [Source N] numbers in the answer
     invalid_citations: list[int] = field(default_factory=list)  # cited numbers outside 1..len(sources)
     error: str | None = None  # set when the generation failed; the answer is then a graceful message

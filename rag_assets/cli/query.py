@@ -88,14 +88,15 @@ def print_results(results: list[dict], mode: str, filters, avg: float, meets: bo
     """The text output of one corpus's results (SearchResult.as_dict each), local or from a server."""
     for rank, r in enumerate(results, 1):
         crumb = r["heading_breadcrumb"] or r["section"]
-        rel = f" cos {r['relevance']:.3f}" if r.get("relevance") is not None and mode != RetrievalMode.VECTOR else ""
-        print(f"{rank}. [{r['score']:.3f}{rel}] {r['doc_path']} — {crumb}{_published(r)}")
+        rel = f" rel {r['relevance']:.2f}" if r.get("relevance") is not None else ""
+        cos = f" cos {r['cosine']:.3f}" if r.get("cosine") is not None and mode != RetrievalMode.VECTOR else ""
+        print(f"{rank}. [{r['score']:.3f}{rel}{cos}] {r['doc_path']} — {crumb}{_published(r)}")
         snippet = " ".join(r["text"].split())[:240]
         print(f"   {snippet}")
     if not results:
         print("no chunk matches these filters" if filters else "no results (is the index empty? run `rag ingest`)")
     elif not meets:
-        print(f"(mean relevance {avg:.3f} is under RAG_MIN_RELEVANCE={threshold}: "
+        print(f"(the best relevance, {avg:.2f}, is under RAG_MIN_RELEVANCE={threshold}: "
               "the indexed documents probably do not answer this)")
 
 

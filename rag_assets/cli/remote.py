@@ -17,7 +17,7 @@ from rag_assets.serving import server_file
 
 TIMEOUT_SECONDS = 30.0
 # the keys of SearchResult.as_dict, in its order: what `rag query --json` prints for a result
-RESULT_KEYS = ("chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score", "relevance")
+RESULT_KEYS = ("chunk_id", "doc_path", "section", "heading_breadcrumb", "text", "score", "relevance", "cosine")
 
 
 class ServerRefused(Exception):

@@ -126,7 +126,12 @@ class ChromaStore:
             )
         except Exception as exc:  # chromadb raises many types for "cannot reach/open"
             where = f"{host}:{port}" if host else str(path)
-            raise VectorDBUnavailableError(f"cannot open Chroma collection {collection!r} at {where}: {exc}") from exc
+            # what to do about it, in the same line (the pipeline-API contract: errors carry guidance)
+            todo = ("check that the Chroma server runs there (CHROMA_HOST, CHROMA_PORT), then retry" if host else
+                    "check that the folder is readable and no other process holds it (RAG_CHROMA_PATH), then retry")
+            reason = " ".join(str(exc).split())
+            raise VectorDBUnavailableError(f"cannot open Chroma collection {collection!r} at {where}: {reason}; "
+                                           f"{todo}") from exc
         meta = self._collection.metadata or {}
         if meta.get("dimension") not in (None, dimension):
             raise DimensionMismatchError(

@@ -11,9 +11,11 @@ chunks); deleting an id deletes its file, and the next ingest its chunks.
 A document is any of the shapes callers already have: our ``Document``, a mapping, a dataclass (the
 rules-bot contract's ``RuleDocument``), a pydantic model (a LangChain ``Document`` too) or an object
 with ``content``/``page_content``; its id is ``document_id``, ``id`` or ``doc_id`` (a string or a
-``uuid.UUID``; a UUID string is written in its canonical form), else its ``filename``. The id is
-written into the file's frontmatter as ``document_id``, so every chunk of the document carries it
-(``DocumentChunk.document_id``) and ``delete_documents`` takes it back.
+``uuid.UUID``; a UUID string is written in its canonical form), else its ``filename``, else one
+derived from what it is (``derived_id``: its metadata's ``source`` and its content, hashed: the
+pipeline-API contract's ``Document(content, metadata)`` carries no id). The id is written into the
+file's frontmatter as ``document_id``, so every chunk of the document carries it
+(``DocumentChunk.document_id``), the result returns it and ``delete_documents`` takes it back.
 
 This module is the plain part: validating documents and writing/removing their files. A batch is
 checked whole (ids, file names, metadata YAML can hold) before anything is written: a ValueError
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import os
 import re
 import secrets
@@ -92,8 +95,22 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None and v != ""), None)
 
 
-def as_document(raw: Any, index: int) -> Document:
-    """A Document from any of the shapes above; ValueError naming the document's place otherwise."""
+DERIVED_PREFIX = "doc-"
+
+
+def derived_id(content: str, metadata: Mapping[str, Any]) -> str:
+    """The id of a document given without one: ``doc-`` and 16 hex digits of the SHA-256 of its
+    metadata's ``source`` and its content. The same document loaded again is the same document (nothing
+    to do); a changed one is another document: give an id to replace one."""
+    source = metadata.get("source")
+    basis = f"{'' if source is None else source}\n{content}"
+    return DERIVED_PREFIX + hashlib.sha256(basis.encode("utf-8")).hexdigest()[:16]
+
+
+def as_document(raw: Any, index: int, *, require_metadata: bool = False) -> Document:
+    """A Document from any of the shapes above; ValueError naming the document's place otherwise.
+    ``require_metadata``: a document must carry a metadata mapping (``{}`` for none; the pipeline-API
+    contract's load_documents)."""
     where = f"document {index}"
     if isinstance(raw, Document):
         fields = {"content": raw.content, "metadata": raw.metadata, "id": raw.id, "filename": raw.filename}
@@ -107,6 +124,8 @@ def as_document(raw: Any, index: int) -> Document:
         raise ValueError(f"{where}: content is required (non-empty markdown text)")
     metadata = fields.get("metadata")
     if metadata is None:
+        if require_metadata:
+            raise ValueError(f"{where}: metadata is required (a dict of the document's metadata, {{}} for none)")
         metadata = {}
     if not isinstance(metadata, Mapping):
         raise ValueError(f"{where}: metadata must be a mapping, got {type(metadata).__name__}")
@@ -114,9 +133,7 @@ def as_document(raw: Any, index: int) -> Document:
     if filename is not None and not isinstance(filename, str):
         raise ValueError(f"{where}: filename must be a string, got {type(filename).__name__}")
     raw_id = _first(*(fields.get(k) for k in ID_KEYS), *(metadata.get(k) for k in ID_KEYS), filename)
-    if raw_id is None:
-        raise ValueError(f"{where}: an id is required (document_id, id, doc_id or filename)")
-    doc_id = canonical_id(raw_id, where)
+    doc_id = derived_id(content, metadata) if raw_id is None else canonical_id(raw_id, where)
     where = f"{where} (id {doc_id[:80]!r})"
     meta = {}
     for key, value in metadata.items():
@@ -152,12 +169,13 @@ def _yaml_value(value: Any, where: str) -> Any:
                      "dates, UUIDs, or lists and mappings of them")
 
 
-def validate(documents: Iterable[Any]) -> list[Document]:
+def validate(documents: Iterable[Any], *, require_metadata: bool = False) -> list[Document]:
     """The documents, checked: ValueError naming the problem for an empty list, a document without
-    content or id, an id given twice, metadata YAML cannot hold, or an id too long for a file name."""
+    content (or, ``require_metadata``, without metadata), an id given twice, metadata YAML cannot hold,
+    or an id too long for a file name."""
     if documents is None or isinstance(documents, (str, bytes, Mapping)):
         raise ValueError("documents are required: a non-empty list of documents")
-    docs = [as_document(raw, i) for i, raw in enumerate(documents)]
+    docs = [as_document(raw, i, require_metadata=require_metadata) for i, raw in enumerate(documents)]
     if not docs:
         raise ValueError("documents are required: the list is empty")
     seen: dict[str, int] = {}
@@ -168,6 +186,9 @@ def validate(documents: Iterable[Any]) -> list[Document]:
             raise ValueError(f"document {i}: id {doc.id[:40]!r}… is too long for a file name ({len(long.encode())} "
                              f"bytes with its extension, at most {NAME_MAX_BYTES} per path part): use a shorter id")
         if rel in seen:
+            if doc.id.startswith(DERIVED_PREFIX) and docs[seen[rel]].id == doc.id:
+                raise ValueError(f"document {i}: the same content and source as document {seen[rel]}, and no id "
+                                 "(the id is derived from them): give one of them an id, or drop it")
             raise ValueError(f"document {i}: id {doc.id!r} is given twice (also document {seen[rel]})")
         seen[rel] = i
     return docs

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from rag_assets.config import Settings
-from rag_assets.errors import ConfigurationError, DeletionRefusedError, DocumentError, RagError
+from rag_assets.corpus import Corpus
+from rag_assets.errors import (ConfigurationError, DeletionRefusedError, DocumentError, RagError, VectorDBUnavailableError,
+                               VectorDBWriteError)
 from rag_assets.ingest import documents_from_code
-from rag_assets.ingest.document_metadata import MetadataPolicy, complete
+from rag_assets.ingest.document_metadata import GUARANTEED, MetadataPolicy, complete
 from rag_assets.ingest.documents_from_code import Planned
 from rag_assets.models import DocumentRef, IngestionResult
 from rag_assets.orchestration.stopping import IngestInterrupted
@@ -39,18 +41,14 @@ def _folder(settings: Settings) -> Path:
     return Path(settings.docs_dir) / name
 
 
-def _same_target(settings: Settings) -> None:
-    """The runs are the code location's default corpus's (its settings: the environment's, read once
-    when it loaded, as `rag ingest`'s): a pipeline built for another index must not write this one."""
-    from rag_assets.orchestration.definitions import DEFAULT
+def _runs_of(corpus: Corpus):
+    """The corpus's Dagster objects for the settings the caller's pipeline was made with (the code
+    location's own when it loaded the same corpus over the same settings; else built for them, as for
+    `rag ingest --docs-dir`): a pipeline over Settings(...) ingests into its own index, whatever the
+    environment says."""
+    from rag_assets.orchestration.runs import corpus_definitions
 
-    env = DEFAULT.corpus.settings()
-    for name in ("docs_dir", "chroma_path", "state_dir", "collection", "chroma_host"):
-        if str(getattr(settings, name)) != str(getattr(env, name)):
-            raise ConfigurationError(
-                f"this pipeline's {name} ({getattr(settings, name)}) is not the environment's "
-                f"({getattr(env, name)}): documents from code are ingested with the RAG_* environment, "
-                "like `rag ingest`; set it for this process")
+    return corpus_definitions(corpus)
 
 
 def refusal(planned: Planned, settings: Settings, policy: MetadataPolicy) -> str | None:
@@ -63,33 +61,60 @@ def refusal(planned: Planned, settings: Settings, policy: MetadataPolicy) -> str
                 "(RAG_MAX_FILE_BYTES); nothing was written")
     if not (policy.required or policy.doc_types or "last_update_date" in planned.doc.metadata):
         return None
-    from rag_assets.ingest.frontmatter import parse_document
-
-    ref = DocumentRef(doc_path=planned.doc_path, partition_key=planned.doc_path, absolute_path=str(planned.path),
-                      module=None, chapter=None, size_bytes=size, mtime=0.0, content_hash="")
     try:
-        complete(parse_document(planned.text, ref), None, policy, undated=dt.date.today().isoformat())
+        _completed(planned, policy)
     except DocumentError as exc:
         return f"{exc.reason}; nothing was written"
     return None
 
 
-def ingest_documents(settings: Settings, documents: Iterable[Any]) -> IngestionResult:
+def _completed(planned: Planned, policy: MetadataPolicy) -> dict:
+    """The metadata the document will be indexed with (the parse stage's own completion, run on the
+    text its file will hold); DocumentError when a requirement refuses it."""
+    from rag_assets.ingest.frontmatter import parse_document
+
+    ref = DocumentRef(doc_path=planned.doc_path, partition_key=planned.doc_path, absolute_path=str(planned.path),
+                      module=None, chapter=None, size_bytes=len(planned.text.encode("utf-8")), mtime=0.0,
+                      content_hash="")
+    return complete(parse_document(planned.text, ref), None, policy, undated=dt.date.today().isoformat()).metadata
+
+
+_FILLED_FROM = {"source": "its title", "doc_type": "its folder's, else the default", "last_update_date": "the day it was ingested"}
+
+
+def invented(planned: Planned, policy: MetadataPolicy) -> str | None:
+    """A warning naming the guaranteed metadata (source, doc_type, last_update_date) this document does
+    not give and the values it will be indexed with instead; None when it gives them all."""
+    missing = [key for key in GUARANTEED if planned.doc.metadata.get(key) in (None, "")]
+    if not missing:
+        return None
+    filled = _completed(planned, policy)
+    values = ", ".join(f"{key} {filled[key]!r} ({_FILLED_FROM[key]})" for key in missing)
+    return (f"{planned.name}: no {', '.join(missing)} in its metadata: indexed with {values}; give them, or set "
+            "RAG_REQUIRED_METADATA=source,doc_type,last_update_date to refuse such documents")
+
+
+def ingest_documents(corpus: Corpus, documents: Iterable[Any]) -> IngestionResult:
+    """Index documents from code into the corpus's index (RAGPipeline.ingest)."""
     from rag_assets.orchestration.noop_check import dagster_home
     from rag_assets.orchestration.runs import ingest
 
     started = time.perf_counter()
+    settings = corpus.settings()
     docs = documents_from_code.validate(documents)  # ValueError before anything is written
-    _same_target(settings)
     planned = documents_from_code.plan(_folder(settings), docs)  # ValueError: a path too long, an id on another's file
     policy = MetadataPolicy.from_settings(settings.ingest)
     errors: list[str] = []
     failed: list[Planned] = []
     going: list[Planned] = []
+    made_up: dict[str, str] = {}  # doc_path -> the warning naming the metadata filled in for it
     for p in planned:
         reason = refusal(p, settings, policy)
         if reason is None:
             going.append(p)
+            note = invented(p, policy)
+            if note is not None:
+                made_up[p.doc_path] = note
         else:
             log.error("%s: %s", p.name, reason)
             errors.append(f"{p.name}: {reason}")
@@ -99,7 +124,7 @@ def ingest_documents(settings: Settings, documents: Iterable[Any]) -> IngestionR
         dagster_home()
         try:
             documents_from_code.write_planned(going)
-            summary = ingest(only_doc_paths=[p.doc_path for p in going])
+            summary = ingest(only_doc_paths=[p.doc_path for p in going], corpus=_runs_of(corpus))
         except IngestInterrupted:
             # Ctrl-C / SIGTERM: what its finished runs indexed stays (stopping.py); only the others
             # are put back
@@ -108,6 +133,15 @@ def ingest_documents(settings: Settings, documents: Iterable[Any]) -> IngestionR
                 if p.doc_path not in kept:
                     _put_back(p)
             raise
+        except VectorDBUnavailableError as exc:
+            for p in going:  # not indexed: the folder as it was
+                _put_back(p)
+            if isinstance(exc, VectorDBWriteError):
+                raise
+            # the rules-bot contract's error for a write that cannot happen: `except VectorDBWriteError` catches it
+            line = f"the vector store cannot be reached, nothing was indexed (the documents' files are put back): {exc}"
+            log.error("%s", line)
+            raise VectorDBWriteError(line) from exc
         except BaseException:
             for p in going:  # not indexed: the folder as it was
                 _put_back(p)
@@ -125,7 +159,12 @@ def ingest_documents(settings: Settings, documents: Iterable[Any]) -> IngestionR
     if unchanged:
         warnings.append(f"{unchanged} document(s) were already indexed with this content: nothing to do")
     if summary is not None:
-        warnings += _structure_warnings(settings, [p for p in going if p not in failed])
+        indexed = [p for p in going if p not in failed]
+        for p in indexed:
+            if p.doc_path in made_up:
+                log.warning("%s", made_up[p.doc_path])
+                warnings.append(made_up[p.doc_path])
+        warnings += _structure_warnings(settings, indexed)
     run_ids = list(summary.run_ids) if summary else []
     return IngestionResult(
         job_id=run_ids[0] if run_ids else str(uuid.uuid4()),
@@ -208,7 +247,7 @@ def _body(planned: Planned) -> str:
     return content if content.endswith("\n") else content + "\n"
 
 
-def delete_documents(settings: Settings, ids: Iterable[Any]) -> dict:
+def delete_documents(corpus: Corpus, ids: Iterable[Any]) -> dict:
     """Delete these documents (their ids, strings or UUIDs): their files, then, in the catalog run,
     their chunks. A deletion by id is meant, however many documents it removes; when other documents
     vanished from the folder too and the deletion guard keeps them, nothing is deleted and
@@ -221,7 +260,7 @@ def delete_documents(settings: Settings, ids: Iterable[Any]) -> dict:
     ids = list(ids)
     if not ids:
         raise ValueError("ids are required: a non-empty list of document ids (strings or UUIDs)")
-    _same_target(settings)
+    settings = corpus.settings()
     removals, unknown = documents_from_code.plan_removal(_folder(settings), ids)  # ValueError for a bad id
     if not removals:
         return {"documents_deleted": 0, "doc_paths": [], "not_found": unknown, "vectors_deleted": 0}
@@ -230,7 +269,7 @@ def delete_documents(settings: Settings, ids: Iterable[Any]) -> dict:
     for r in removals:
         r.path.unlink(missing_ok=True)
     try:
-        summary = ingest(only_doc_paths=[], removing=doc_paths)  # the catalog run removes their chunks
+        summary = ingest(only_doc_paths=[], removing=doc_paths, corpus=_runs_of(corpus))  # the catalog run removes their chunks
     except BaseException:
         _restore_removed(removals)
         raise

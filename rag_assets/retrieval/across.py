@@ -2,14 +2,13 @@
 
 Raw scores do not compare across indexes (BM25 statistics, fused z-scores and the heading stage are
 per index), ranks do. Each corpus's list is weighted by how well its head matches the question — the
-mean dense cosine of its first results, the same signal as RAGPipeline.retrieve's relevance gate —
+best calibrated relevance of its first results, the same signal as RAGPipeline.retrieve's relevance gate —
 so a corpus that does not answer the question sinks below one that does, and two corpora that both
 answer it interleave: score = confidence / (k + rank). The order within a corpus is kept.
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -32,12 +31,11 @@ class CorpusHit:
 def merge_rankings(rankings: Mapping[str, Sequence[SearchResult]], top_k: int, same_model: bool = True,
                    k: int = RRF_K) -> list[CorpusHit]:
     """The best top_k of several corpora's rankings (corpus name -> its results, best first).
-    `same_model` False (the corpora embed with different models, so cosines do not compare): plain
-    reciprocal ranks."""
+    `same_model` False (the corpora embed with different models): plain reciprocal ranks."""
     hits = []
     for corpus, results in rankings.items():
         head = [r.relevance for r in results[:HEAD] if r.relevance is not None]
-        confidence = statistics.fmean(head) if head and same_model else 1.0
+        confidence = max(head) if head and same_model else 1.0
         for rank, result in enumerate(results, 1):
             hits.append(CorpusHit(corpus, result, max(confidence, 0.0) / (k + rank), confidence))
     hits.sort(key=lambda h: (-h.score, -(h.result.relevance or 0.0), h.corpus))

@@ -10,9 +10,10 @@ metadata and their context windows — comes from one view of the search snapsho
 the ingest commits whenever it changes the index: a query opens neither the vector store nor anything
 it would have to build, and never mixes two versions of a document.
 
-Every result carries ``score`` (what the mode ranked by: cosine, BM25 or the fused score) and
-``relevance`` (the dense cosine of the query with the chunk, for every mode), so relevance thresholds
-mean the same in every mode.
+Every result carries ``score`` (what the mode ranked by: cosine, BM25 or the fused score), ``cosine``
+(the dense cosine of the query with the chunk, for every mode) and ``relevance`` (the chance that it is
+relevant to the question, in [0, 1]: relevance.py, calibrated on labelled questions whatever the
+embedder), so relevance thresholds mean the same in every mode.
 
 With ``RAG_CONTEXT_TOKENS`` > 0 every result also carries a ``context``: the chunk with its neighbours
 in its section up to that many tokens, and a passage around another hit of its section when the ranking
@@ -35,6 +36,9 @@ from rag_assets.errors import ConfigurationError, DimensionMismatchError, Invali
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
 from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
+from rag_assets.retrieval.relevance import anchors_for, evidence_of, relevance, shipped
+from rag_assets.retrieval.terms import function_terms
+from rag_assets.index.generation import EMPTY
 from rag_assets.retrieval.snapshot import SearchSnapshot, SnapshotView
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
 from rag_assets.retrieval.filters import Filters, split_tags
@@ -102,7 +106,9 @@ class SearchResult:
     score: float  # the mode's ranking score: cosine (vector), BM25 (keyword), RRF (hybrid)
     chunk_index: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
-    relevance: float | None = None  # dense cosine of query and chunk, set in every mode
+    # the chance that the chunk is relevant to the question, in [0, 1] (relevance.py); set in every mode
+    relevance: float | None = None
+    cosine: float | None = None  # dense cosine of query and chunk, set in every mode
     # the chunk with its neighbours in its section, up to RAG_CONTEXT_TOKENS ("" when that is 0):
     # the text an answer is given (windows.py); context_tokens = its size in tiktoken tokens
     context: str = ""
@@ -113,7 +119,7 @@ class SearchResult:
 
     @classmethod
     def from_chunk(cls, chunk_id: str, text: str, metadata: dict[str, Any], score: float,
-                   relevance: float | None = None) -> "SearchResult":
+                   cosine: float | None = None) -> "SearchResult":
         meta = metadata or {}
         return cls(
             chunk_id=chunk_id,
@@ -124,7 +130,7 @@ class SearchResult:
             score=score,
             chunk_index=int(meta.get("chunk_index", 0)),
             metadata=_presented(meta),
-            relevance=relevance,
+            cosine=cosine,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -138,18 +144,24 @@ class SearchResult:
         }
         if self.relevance is not None:
             data["relevance"] = round(float(self.relevance), 6)
+        if self.cosine is not None:
+            data["cosine"] = round(float(self.cosine), 6)
         if self.context:
             data["context"] = self.context
             data["context_tokens"] = self.context_tokens
         return data
 
 
+LIST_KEYS = ("tags", "learning_objectives")  # the ingestion contract's list fields
+
+
 def _presented(meta: dict[str, Any]) -> dict[str, Any]:
-    """Stored metadata as results hand it on: `tags`, stored as one "a, b" string (Chroma metadata
-    holds no lists), as the list it was in the frontmatter."""
+    """Stored metadata as results hand it on: the list fields (`tags`, `learning_objectives`), stored
+    as one "a, b" string (Chroma metadata holds no lists), as the lists they were in the frontmatter."""
     out = dict(meta)
-    if "tags" in out:
-        out["tags"] = split_tags(out["tags"])
+    for key in LIST_KEYS:
+        if key in out:
+            out[key] = split_tags(out[key])
     return out
 
 
@@ -297,13 +309,19 @@ class Retriever:
         budget = self._budget(context_tokens)
         view = view if view is not None else self.view()
         retrieval = self._retrieve(view, plan.query, plan.mode, plan.top_k, plan.filters, plan.ranking)
+        self._calibrate(view, plan.query, retrieval.results)
         self._add_context(view, retrieval.results, budget)
         retrieval.generation = view.generation
         return retrieval
 
     def view(self) -> SnapshotView:
-        """The live view of the search snapshot, its embedding model checked against this embedder."""
+        """The live view of the search snapshot, its embedding model checked against this embedder.
+        When nothing was indexed here (no snapshot, no generation in the state) but a Chroma server is
+        named, the server must answer: an index that lives there is out of reach, not empty
+        (VectorDBUnavailableError, the rules-bot contract's outage)."""
         view = self.snapshot.view()
+        if view.generation == EMPTY and self.settings.chroma_host:
+            _ = self.store  # opened once; VectorDBUnavailableError when the server does not answer
         if view.name is not None and view.name not in self._checked:
             _check_model(view, self.embedder, self.settings.collection)
             self._checked.add(view.name)
@@ -340,6 +358,23 @@ class Retriever:
         return budget
 
     # ------------------------------------------------------------------------------------------
+    def anchors(self):
+        """The embedder's relevance anchors (relevance.anchors_for): embedded once, kept in RAG_CACHE_DIR;
+        the calibration and the function words are read then too (what a first query would do)."""
+        shipped()
+        function_terms()
+        return anchors_for(self.embedder, self.settings.cache_dir)
+
+    def _calibrate(self, view: SnapshotView, query: str, results: list[SearchResult]) -> None:
+        """Each result's ``relevance`` (in place), from its cosine, the question and the ranking (relevance.py)."""
+        if not results:
+            return
+        rows = [view.row(r.chunk_id) for r in results]
+        terms = view.term_presence(query, [-1 if row is None else row for row in rows])
+        evidence = evidence_of([r.cosine or 0.0 for r in results], self.embed_query(query), self.anchors(), terms)
+        for r, p in zip(results, relevance(evidence)):
+            r.relevance = float(p)
+
     def _add_context(self, view: SnapshotView, results: list[SearchResult], budget: int) -> None:
         """Each result's context (windows.py): its section's chunks from the view's row table, their
         texts from the view."""

@@ -42,7 +42,7 @@ from rag_assets.index.generation import EMPTY, current_generation
 from rag_assets.retrieval import bm25
 from rag_assets.retrieval.snapshot_builds import FolderBuilds, builds_for, follows
 from rag_assets.retrieval.snapshot_segments import Segment
-from rag_assets.retrieval.terms import query_terms
+from rag_assets.retrieval.terms import function_terms, query_terms
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +227,29 @@ class SnapshotView:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.lexsort((top, -scores[top]))]  # by score, ties by row (stable and deterministic)
         return [KeywordHit(self.chunk_id(int(i)), float(scores[i]), int(i)) for i in top if scores[i] > 0]
+
+    def term_presence(self, query: str, rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For each distinct query term: its BM25 idf over this view (float64; a term no chunk holds gets
+        the idf of df 0, the rarest there is), whether any chunk holds it, which of ``rows`` hold it (in
+        their text or header) and which hold it in their header (title > h1 > h2): two terms x rows bool
+        matrices. Function words the keyword index keeps ("during", "between": terms.FUNCTION_WORDS) are
+        left out: no topic, and in a small index one it lacks would read as a subject it never names.
+        rag_assets.retrieval.relevance reads them."""
+        terms = [t for t in dict.fromkeys(self.query_terms(query)) if t not in function_terms()]
+        idf = np.zeros(len(terms), dtype=np.float64)
+        known = np.zeros(len(terms), dtype=bool)
+        present = np.zeros((len(terms), len(rows)), dtype=bool)
+        in_header = np.zeros((len(terms), len(rows)), dtype=bool)
+        wanted = np.asarray(rows, dtype=np.int64)
+        for i, term in enumerate(terms):
+            parts = self._postings(term, self.heading_repeats)
+            df = sum(len(p.rows) for p in parts)
+            idf[i], known[i] = float(bm25.idf(df, len(self))), df > 0
+            for p in parts:
+                present[i] |= np.isin(wanted, p.rows)
+            for p in self._postings(term, None):
+                in_header[i] |= np.isin(wanted, p.rows)
+        return idf, known, present, in_header
 
     def rare_terms(self, query: str, row: int, max_chunks: int) -> list[str]:
         """The query's terms that the chunk at ``row`` contains and at most ``max_chunks`` chunks do."""

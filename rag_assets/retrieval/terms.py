@@ -28,6 +28,18 @@ _STOPWORDS = frozenset(
 )
 
 
+# English words that name no topic though the keyword index keeps them (it drops only _STOPWORDS):
+# relevance.py leaves them out of what a question asks about (SnapshotView.term_presence)
+FUNCTION_WORDS = frozenset(
+    """about above after again against all also am any because been before being below between both cannot
+    did does doing done down during each either else even ever every few from further had has have having
+    he her here hers him his however just least less let like may might more most much must neither nor
+    now off often once only onto other otherwise over own per rather same shall she should since so some
+    than those though through thus too under until up upon very via were whatever whether while whose
+    within without would yet yours need want get""".split()
+)
+
+
 class _Stemmer:
     """A PyStemmer Snowball stemmer (English unless told) with a per-process word cache."""
 
@@ -132,3 +144,14 @@ def text_key(text: str) -> str:
 def section_key(metadata: dict) -> str:
     """One value per section of one page: doc_path + the heading path."""
     return f"{metadata.get('doc_path', '')}#{metadata.get('heading_breadcrumb', '')}"
+
+
+_FUNCTION_TERMS: frozenset[str] | None = None
+
+
+def function_terms() -> frozenset[str]:
+    """FUNCTION_WORDS as the English tokenizer reads them (their stems: "during" -> "dure")."""
+    global _FUNCTION_TERMS
+    if _FUNCTION_TERMS is None:
+        _FUNCTION_TERMS = frozenset(tokenize(" ".join(sorted(FUNCTION_WORDS)), "en"))
+    return _FUNCTION_TERMS

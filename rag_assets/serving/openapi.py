@@ -34,7 +34,8 @@ def openapi_document() -> dict[str, Any]:
         "context": {"type": "string", "description": "the chunk with its neighbours in its section (RAG_CONTEXT_TOKENS)"},
         "context_tokens": {"type": "integer"},
         "score": {"type": "number", "description": "the mode's ranking score (merged score over several corpora)"},
-        "relevance": {"type": "number", "description": "dense cosine of query and chunk"},
+        "relevance": {"type": "number", "description": "the chance that the chunk is relevant to the query, 0 to 1"},
+        "cosine": {"type": "number", "description": "dense cosine of query and chunk"},
         "metadata": {"type": "object", "additionalProperties": True},
         "corpus": {"type": "string"}, "rank": {"type": "integer"}},
         "required": ["chunk_id", "doc_path", "text", "context", "score", "metadata", "corpus", "rank"]}
@@ -56,7 +57,7 @@ def openapi_document() -> dict[str, Any]:
                     "filters": _FILTERS, "corpus": _CORPUS,
                     "prefer": {"type": "string", "description": "the reader's module, chapter or doc_path: its "
                                "chunks move up a few places (nothing is filtered)"},
-                    "min_relevance": {"type": "number", "minimum": -1, "maximum": 1,
+                    "min_relevance": {"type": "number", "minimum": 0, "maximum": 1,
                                       "description": "the gate of meets_threshold (default RAG_MIN_RELEVANCE)"},
                     "context_key": {"type": "string", "description": "accepted as RetrieveRequest has it"}}},
                 "SearchResult": result,

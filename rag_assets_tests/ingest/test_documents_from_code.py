@@ -21,8 +21,8 @@ def test_an_empty_list_or_a_document_without_content_is_a_value_error_naming_it(
         validate([Document(metadata={})])
     with pytest.raises(ValueError, match="document 1: content is required"):
         validate([{"id": "a", "content": "# A"}, {"id": "b", "content": "  "}])
-    with pytest.raises(ValueError, match="an id is required"):
-        validate([{"content": "# No id"}])
+    with pytest.raises(ValueError, match="the same content and source as document 0, and no id"):
+        validate([{"content": "# No id"}, {"content": "# No id"}])
     with pytest.raises(ValueError, match="given twice"):
         validate([{"id": "a", "content": "x"}, {"id": "a.md", "content": "y"}])
 

@@ -73,7 +73,8 @@ def test_load_documents_reports_the_contract_fields(rag_env, dagster_home, caplo
     with pytest.raises(ValueError, match="documents.*required"):
         pipeline.load_documents(documents=[])
     with caplog.at_level(logging.WARNING, logger="rag_assets.pipeline"):
-        out = pipeline.load_documents([DOCS[0], {"id": "empty", "content": "  "}, DOCS[1]], batch_size=1)
+        out = pipeline.load_documents([DOCS[0], {"id": "empty", "content": "  "}, {**DOCS[1], "metadata": {}}],
+                                      batch_size=1)
     assert out["documents_loaded"] == 2 and out["documents_failed"] == 1 and not out["storage_complete"]
     assert out["errors"] == ["document 1: content is required (non-empty markdown text); skipped"]
     assert any(r.levelname == "WARNING" and "document 1: content is required" in r.getMessage() for r in caplog.records)
@@ -148,7 +149,11 @@ def test_documents_that_cannot_be_indexed_fail_by_name_and_leave_nothing_behind(
     assert not any("already indexed" in w for w in result.warnings)
     assert sorted(p.name for p in (rag_env / "docs" / "_from_code").rglob("*.md")) == ["plain.md", "refunds.md"]
     fence = "faq/refunds:5: ambiguous markdown: a code fence that never closes; kept as one block up to the next heading"
-    assert result.warnings == [fence]
+    today = __import__("datetime").date.today().isoformat()
+    filled = ("no doc_type, last_update_date in its metadata: indexed with doc_type {!r} (its folder's, else the default), "
+              f"last_update_date '{today}' (the day it was ingested); give them, or set "
+              "RAG_REQUIRED_METADATA=source,doc_type,last_update_date to refuse such documents")
+    assert result.warnings == [f"faq/refunds: {filled.format('faq')}", f"plain: {filled.format('document')}", fence]
     assert any(r.levelname == "WARNING" and "_from_code/faq/refunds.md:" in r.getMessage()
                and "never closes" in r.getMessage() for r in caplog.records)
     doc_types = {meta["doc_path"]: meta["doc_type"] for _c, _t, meta in pipeline.retriever.store.iter_all()}

@@ -4,11 +4,13 @@ SQLite Dagster instance, a real Chroma store and real files."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,6 +38,21 @@ def indexed(rag_env, dagster_home):
 
 def quick():
     return quick_noop(Settings.from_env())
+
+
+class _Said(io.TextIOBase):
+    """A stream that passes everything on and notes (`said`) when a line containing `words` is written."""
+
+    def __init__(self, words: str, to):
+        self.words, self.to, self.said = words, to, threading.Event()
+
+    def write(self, text: str) -> int:
+        if self.words in text:
+            self.said.set()
+        return self.to.write(text)
+
+    def flush(self) -> None:
+        self.to.flush()
 
 
 def test_after_a_full_ingest_the_noop_is_answered_with_the_same_counts(indexed):
@@ -165,18 +182,33 @@ def test_a_look_is_not_used_by_an_ingest_that_waited_for_another(indexed, monkey
     assert look is not None
     lock_path = Settings.from_env().state_dir / INGEST_LOCK_NAME
     holder = subprocess.Popen(  # another ingest, which may change the catalog while this one waits
-        [sys.executable, "-c", f"import time; from filelock import FileLock; l = FileLock({str(lock_path)!r}); "
-                               "l.acquire(); print('held', flush=True); time.sleep(2)"],
-        stdout=subprocess.PIPE, text=True)
+        [sys.executable, "-c", f"import sys; from filelock import FileLock; l = FileLock({str(lock_path)!r}); "
+                               "l.acquire(); print('held', flush=True); sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     walks = []
     walk = runs_module.discover_for
     monkeypatch.setattr(runs_module, "discover_for", lambda *a, **k: walks.append(a) or walk(*a, **k))
+    # the holder lets go once this ingest says it waits (not after a sleep this ingest's start may outlast)
+    waiting = _Said("waiting for it to finish", sys.stderr)
+    monkeypatch.setattr(sys, "stderr", waiting)
+
+    def release_when_waited_for():
+        if waiting.said.wait(300):  # only a guard against a hang
+            holder.stdin.close()
+
+    releaser = threading.Thread(target=release_when_waited_for, daemon=True)
+    said_so = False
     try:
         assert holder.stdout.readline().strip() == "held"
+        releaser.start()
         summary = ingest(look=look)
     finally:
+        said_so = waiting.said.is_set()  # by the ingest: it found the lock held and waited
+        waiting.said.set()
+        releaser.join(timeout=30)
         holder.wait(timeout=30)
-    assert summary.lock_wait_seconds > 0 and len(walks) == 1, "the look from before the wait was used"
+    # (its lock_wait_seconds may round to 0.0: the holder lets go as soon as the ingest says it waits)
+    assert said_so and len(walks) == 1, "the look from before the wait was used"
     assert summary.documents_processed == 1
 
 

@@ -170,20 +170,20 @@ def test_the_pipeline_hands_on_the_context(index):
     assert out["contexts"][0] == chunk.context
 
 
-def test_the_relevance_gate_reads_the_head_of_the_ranking_and_its_threshold_is_checked_once():
-    from rag_assets.retrieval.context import GATE_HEAD, relevance_gate, validate_min_relevance
+def test_the_relevance_gate_reads_the_best_results_and_its_threshold_is_checked_once():
+    from rag_assets.retrieval.context import relevance_gate, validate_min_relevance
     from rag_assets.retrieval.retriever import SearchResult
 
-    def ranking(*cosines):
-        return [SearchResult(f"c{i}", "a.md", "", "", "text", 1.0, relevance=c) for i, c in enumerate(cosines)]
+    def ranking(*relevance):
+        return [SearchResult(f"c{i}", "a.md", "", "", "text", 1.0, relevance=r) for i, r in enumerate(relevance)]
 
-    # the mean of the first GATE_HEAD results, however many follow (they rank below)
-    avg, meets = relevance_gate(ranking(0.5, 0.5, 0.5, 0.5, 0.5, -1.0, -1.0), 0.5)
-    assert GATE_HEAD == 5 and avg == 0.5 and meets
-    assert relevance_gate(ranking(0.6, 0.2), 0.4) == (pytest.approx(0.4), True)
-    assert relevance_gate(ranking(0.6, None), 0.4) == (0.3, False)  # a result without a cosine counts 0
-    assert relevance_gate([], -1.0) == (0.0, False)  # nothing found never meets it
+    # one relevant chunk among unrelated ones meets it: the mean of those that qualify, not of all five
+    assert relevance_gate(ranking(0.9, 0.1, 0.05, 0.02, 0.01), 0.5) == (0.9, True)
+    assert relevance_gate(ranking(0.9, 0.7, 0.1), 0.5) == (pytest.approx(0.8), True)
+    assert relevance_gate(ranking(0.4, 0.3), 0.5) == (0.4, False)  # none qualifies: the best one's
+    assert relevance_gate(ranking(0.6, None), 0.5) == (0.6, True)  # a result without a relevance counts 0
+    assert relevance_gate([], 0.0) == (0.0, False)  # nothing found never meets it
     assert validate_min_relevance(None, 0.25) == 0.25 and validate_min_relevance(1) == 1.0
-    for bad in (True, "0.3", 1.5, -2):
-        with pytest.raises(ValueError, match="min_relevance is a cosine similarity between -1 and 1"):
+    for bad in (True, "0.3", 1.5, -0.1):
+        with pytest.raises(ValueError, match="min_relevance is a relevance between 0 and 1"):
             validate_min_relevance(bad)

@@ -96,6 +96,22 @@ def test_rare_terms_are_query_terms_few_chunks_contain(index):
     assert view.rare_terms_of("HTTP 429 retry-after", rows, 2) == [view.rare_terms("HTTP 429 retry-after", r, 2) for r in rows]
 
 
+def test_term_presence_gives_idf_what_the_index_knows_and_where_each_term_is(index):
+    """What calibrated relevance reads of the keyword index (rag_assets.retrieval.relevance)."""
+    settings, _ = index
+    view = SearchSnapshot(settings).view()
+    [limits, streaming] = [view.search(q, 1)[0].row for q in ("requests per minute 429", "server-sent events")]
+    idf, known, present, in_header = view.term_presence("During which minute does pasta hit the rate limits?",
+                                                        [limits, streaming])
+    terms = [t for t in view.query_terms("During which minute does pasta hit the rate limits?") if t != "dure"]
+    assert len(idf) == len(terms) == present.shape[0] and present.shape == in_header.shape == (len(terms), 2)
+    by_term = dict(zip(terms, zip(known, present.tolist(), in_header.tolist())))
+    assert "dure" not in by_term  # "during": a function word names no topic
+    assert by_term["pasta"][0] is np.False_ and by_term["pasta"][1] == [False, False]
+    assert by_term["minut"][1] == [True, False] and by_term["limit"][2] == [True, False]  # "# Rate limits"
+    assert idf[terms.index("pasta")] == idf.max()  # a term no chunk holds: the rarest there is
+
+
 def test_a_reader_follows_commits_and_never_waits_for_a_writer(tmp_path):
     root = tmp_path
     write_corpus(root / "docs")
@@ -123,14 +139,21 @@ def test_a_reader_follows_commits_and_never_waits_for_a_writer(tmp_path):
     def writer():
         with builds_for(settings).lock():
             locked.set()
-            release.wait(30)
+            release.wait(300)  # let go once the reader is done (or the test ended): never before
 
+    found = []
+
+    def read():
+        found.append(SearchSnapshot(settings).view().search("ZK-4411 valve grease", 3))
+
+    reader = threading.Thread(target=read, daemon=True)
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        assert locked.wait(10)
-        fresh = SearchSnapshot(settings)
-        assert fresh.view().search("ZK-4411 valve grease", 3)  # would hang here if readers locked
+        assert locked.wait(300)  # only a guard against a hang
+        reader.start()
+        reader.join(timeout=120)  # a reader that took the lock would still wait here: the writer holds it
+        assert not reader.is_alive() and found and found[0]
     finally:
         release.set()
         thread.join()

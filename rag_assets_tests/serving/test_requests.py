@@ -21,7 +21,7 @@ def test_search_request_takes_retrieve_request_fields():
     ({"query": "q", "fusion": "max"}, "convex or rrf"),
     ({"query": "q", "corpus": []}, "corpus"),
     ({"query": "q", "corpus": [f"c{i}" for i in range(17)]}, "at most 16"),
-    ({"query": "q", "min_relevance": 2}, "between -1 and 1"),
+    ({"query": "q", "min_relevance": 2}, "between 0 and 1"),
     ({"query": "q", "top_k": True}, "top_k"),
     ({"query": 5}, "string"),
     ({}, "query is required"),

@@ -125,7 +125,7 @@ def encode_base64(vector: Iterable[float]) -> str:
 class Fault:
     """One injected misbehaviour. Build them with the class methods."""
 
-    kind: str  # status | slow | invalid_json | missing_data | wrong_count | shuffled | wrong_dimension | raw
+    kind: str  # status | slow | held | invalid_json | missing_data | wrong_count | shuffled | wrong_dimension | raw
     http_status: int = 500
     retry_after: float | None = None
     delay: float = 0.0
@@ -159,6 +159,13 @@ class Fault:
     def slow(cls, seconds: float, *, path: str | None = EMBEDDINGS_PATH) -> "Fault":
         """Wait `seconds` before answering normally (longer than the client timeout = a timeout)."""
         return cls("slow", delay=seconds, path=path)
+
+    @classmethod
+    def held(cls, answers: int, *, timeout: float = 60, path: str | None = EMBEDDINGS_PATH) -> "Fault":
+        """Answer normally once the server has answered `answers` requests (since it started or was
+        reset): a request answered after later ones whatever the machine's speed, where a sleep would
+        race them. After `timeout` s it answers anyway (a client that never sends the others)."""
+        return cls("held", value=answers, delay=timeout, path=path)
 
     @classmethod
     def invalid_json(cls, *, path: str | None = EMBEDDINGS_PATH) -> "Fault":
@@ -259,6 +266,7 @@ class OpenAIStubServer:
         self.count_tokens = count_tokens
         self.in_flight = 0
         self.max_in_flight = 0
+        self.answered = 0  # requests answered since the start or the last reset (what a held fault waits for)
         self.api_key = api_key
         self.embedding_mode = embedding_mode
         self.normalise = normalise
@@ -340,6 +348,7 @@ class OpenAIStubServer:
             self.chat_replies.clear()
             self.requests.clear()
             self.max_in_flight = self.in_flight
+            self.answered = 0
 
     @property
     def pending_faults(self) -> int:
@@ -390,6 +399,8 @@ class OpenAIStubServer:
                 return
             self._respond(h, method, path, body, fault)
             record.answered_at = time.monotonic()
+            with self._lock:
+                self.answered += 1
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             pass  # the client gave up (e.g. timed out during a slow fault)
         finally:
@@ -407,6 +418,12 @@ class OpenAIStubServer:
         if fault is not None and fault.kind == "slow":
             if self._stopping.wait(fault.delay):
                 return
+            fault = None
+        if fault is not None and fault.kind == "held":
+            deadline = time.monotonic() + fault.delay
+            while self.answered < fault.value and time.monotonic() < deadline:
+                if self._stopping.wait(0.01):
+                    return
             fault = None
         auth = h.headers.get("authorization") or ""
         if self.api_key is not None and auth != f"Bearer {self.api_key}":

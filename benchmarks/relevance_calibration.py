@@ -1,0 +1,350 @@
+"""Fit and check the calibrated relevance (rag_assets/retrieval/relevance.py), leave one corpus out.
+
+    python benchmarks/relevance_calibration.py collect [--workdir /tmp/rag-corpora] [--embedder NAME]
+    python benchmarks/relevance_calibration.py fit [--workdir ...] [--write] [--markdown FILE] [--check-embedder NAME]
+
+``collect`` runs every question of the four development corpora (benchmarks/corpora.py; their eval
+sets: answerable, each result labelled relevant when it satisfies the question's first expected entry,
+its answer, by the evaluation's own rule, rag_assets.evaluation.matching) and the questions they do not
+answer (benchmarks/unanswerable/, written for this: other products, other subjects, near misses; every
+result irrelevant) in each mode, 10 results a question, and keeps what the features are made of
+(relevance.Evidence) with the labels in ``<workdir>/relevance/<embedder>/<corpus>.json``. The first
+entry, not any entry: the eval sets label their questions unevenly (claude-docs names two sources for 3
+questions in 4, the others one), and a probability fitted on one corpus's density of labels is off by
+that much on another's (the "any expected entry" row of the comparison table). ``--embedder`` indexes with another model
+(RAG_EMBEDDING_MODEL, e.g. multilingual-e5-small) into ``<workdir>/<embedder>/``.
+
+``fit`` fits the logistic model (relevance.FEATURES; every corpus weighs the same, and within it every
+question, answerable or not; the results of every mode), then for each corpus held out in turn: the model
+and the default threshold (choose_threshold) chosen on the three others, scored on it: expected calibration error of every result handed on
+(the first 5 of a ranking; 10 equal-width bins), area under the ROC curve of the gate (the best relevance
+of the first 5) between answerable and unanswerable questions, and at the threshold the share of
+answerable questions that pass and of unanswerable ones refused. The same for the previous gate (mean
+cosine of the first 5, threshold 0.25) beside it. ``--write`` writes the model fitted on all four
+corpora, with its threshold, to rag_assets/retrieval/relevance_calibration.json; ``--check-embedder``
+scores that model, unchanged, on questions collected with another embedder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from corpora import CORPORA, DEFAULT_WORKDIR, open_corpus  # noqa: E402
+
+MODES = ("hybrid", "vector", "keyword")
+TOP_K = 10
+HANDED_ON = 5  # RetrieveRequest.max_chunks' default: the results ECE is measured on
+BINS = 10
+L2 = 1e-3
+OLD_THRESHOLD = 0.25
+HEADING_QUERIES = 60  # a corpus's heading queries (heading_queries)
+SCORED = ("answerable", "other product", "other subject", "near miss")
+UNANSWERABLE = HERE / "unanswerable"
+OUTPUT = HERE.parent / "rag_assets" / "retrieval" / "relevance_calibration.json"
+
+
+# -- collect ------------------------------------------------------------------------------------
+def collect(workdir: Path, embedder_name: str | None, names: list[str]) -> None:
+    from rag_assets.evaluation import load_eval_set
+    from rag_assets.evaluation.matching import entry_matches
+    from rag_assets.retrieval.relevance import anchors_for
+
+    label = embedder_name or "default"
+    out_dir = workdir / "relevance" / label
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        corpus = CORPORA[name]
+        started = time.perf_counter()
+        overrides = {"embedding_model": embedder_name} if embedder_name else {}
+        retriever, built = open_corpus(name, workdir / label if embedder_name else workdir, **overrides)
+        anchors = anchors_for(retriever.embedder)
+        questions = [(q.question, q.expected, "answerable") for q in load_eval_set(corpus.eval_set).questions]
+        questions += [(row["question"], [], row["kind"]) for row in map(json.loads, (UNANSWERABLE / f"{name}.jsonl")
+                                                                         .read_text().splitlines()) if row]
+        questions += heading_queries(retriever)
+        view = retriever.view()
+        rows = []
+        for text, expected, kind in questions:
+            vector = retriever.embed_query(text)
+            for mode in MODES:
+                results = retriever.search(text, mode, TOP_K)
+                found = [view.row(r.chunk_id) for r in results]
+                idf, known, present, in_header = view.term_presence(text, [-1 if f is None else f for f in found])
+                rows.append({
+                    "question": text, "kind": kind, "mode": mode,
+                    "labels": [int(any(entry_matches(e, r) for e in expected)) for r in results],
+                    "primary": [int(bool(expected) and entry_matches(expected[0], r)) for r in results],
+                    "cosines": [float(r.cosine or 0.0) for r in results],
+                    "relevance": [float(r.relevance or 0.0) for r in results],
+                    "background": anchors.background(vector), "contrast": anchors.contrast,
+                    "idf": idf.tolist(), "known": known.tolist(), "present": present.astype(int).tolist(),
+                    "in_header": in_header.astype(int).tolist(),
+                })
+        (out_dir / f"{name}.json").write_text(json.dumps({"corpus": name, "model": retriever.embedder.model_name,
+                                                          "build": built, "rows": rows}))
+        print(f"{name}: {len(questions)} questions x {len(MODES)} modes in {time.perf_counter() - started:.0f} s"
+              f" ({retriever.embedder.model_name}; index {'built' if built else 'reused'})", flush=True)
+
+
+def heading_queries(retriever, count: int = HEADING_QUERIES) -> list[tuple[str, list, str]]:
+    """Keyword-style queries, a section's own heading each ("Barricade", "Creating test cases"), labelled
+    with that section: the short queries a bot's users type (the rules-bot contract's "Barricade rules"),
+    which the eval sets' full questions do not show. Training only; never scored."""
+    import random
+
+    from rag_assets.evaluation.evalset import ExpectedSource
+
+    sections = sorted({(meta["doc_path"], meta.get("section") or "") for _, _, meta in retriever.store.iter_all()})
+    sections = [(d, h) for d, h in sections if len(h.split()) <= 6 and any(ch.isalpha() for ch in h)]
+    picked = random.Random(43).sample(sections, min(count, len(sections)))
+    return [(heading, [ExpectedSource(doc_path=doc_path, section=heading)], "heading") for doc_path, heading in picked]
+
+
+# -- fit ----------------------------------------------------------------------------------------
+def load(workdir: Path, label: str = "default") -> dict[str, list[dict]]:
+    folder = workdir / "relevance" / label
+    return {name: json.loads((folder / f"{name}.json").read_text())["rows"] for name in CORPORA
+            if (folder / f"{name}.json").is_file()}
+
+
+def row_features(row: dict) -> np.ndarray:
+    from rag_assets.retrieval.relevance import Evidence, features
+
+    shape = (len(row["idf"]), len(row["cosines"]))
+    return features(Evidence(np.asarray(row["cosines"]), row["background"], row["contrast"], np.asarray(row["idf"]),
+                             np.asarray(row["known"], dtype=bool), np.asarray(row["present"], dtype=bool).reshape(shape),
+                             np.asarray(row["in_header"], dtype=bool).reshape(shape)))
+
+
+def design(data: dict[str, list[dict]], modes=MODES, depth: int = TOP_K, headings: bool = False,
+           label: str = "primary"):
+    """(features, labels, weights) of every result of every question: each corpus weighs the same, and
+    within it each question (heading queries too, with ``headings``)."""
+    xs, ys, ws = [], [], []
+    kinds = SCORED + (("heading",) if headings else ())
+    for name, rows in data.items():
+        rows = [r for r in rows if r["mode"] in modes and r["cosines"] and r["kind"] in kinds]
+        for r in rows:
+            x = row_features(r)[:depth]
+            xs.append(x)
+            ys.append(np.asarray(r[label][:depth], dtype=np.float64))
+            ws.append(np.full(len(x), 1.0 / (len(rows) * len(x))))
+    return np.vstack(xs), np.concatenate(ys), np.concatenate(ws) * len(data)
+
+
+def fit(data: dict[str, list[dict]], names: tuple[str, ...], headings: bool = False, label: str = "primary"):
+    """The model over the named features: (their columns, coefficients, intercept)."""
+    from rag_assets.retrieval.relevance import FEATURES
+
+    columns = [FEATURES.index(n) for n in names]
+    x, y, w = design(data, headings=headings, label=label)
+    return (columns, *fit_logistic(x[:, columns], y, w))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = L2) -> tuple[np.ndarray, float]:
+    """Weighted logistic regression by Newton's method (a small ridge on the coefficients)."""
+    xb = np.column_stack([np.ones(len(x)), x])
+    beta = np.zeros(xb.shape[1])
+    ridge = np.full(xb.shape[1], l2)
+    ridge[0] = 0.0
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ beta, -40, 40)))
+        grad = xb.T @ (w * (p - y)) + ridge * beta
+        hess = (xb * (w * p * (1 - p))[:, None]).T @ xb + np.diag(ridge)
+        step = np.linalg.solve(hess, grad)
+        beta -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return beta[1:], float(beta[0])
+
+
+def predict(model, x: np.ndarray) -> np.ndarray:
+    columns, coef, intercept = model
+    return 1.0 / (1.0 + np.exp(-np.clip(intercept + x[:, columns] @ coef, -40, 40)))
+
+
+def ece(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> float:
+    edges = np.minimum((p * bins).astype(int), bins - 1)
+    return float(sum(abs(p[edges == b].mean() - y[edges == b].mean()) * (edges == b).sum()
+                     for b in range(bins) if (edges == b).any()) / len(p))
+
+
+def auroc(positive: list[float], negative: list[float]) -> float:
+    """P(a random answerable question's score > a random unanswerable one's), ties half."""
+    if not positive or not negative:
+        return float("nan")
+    pos, neg = np.asarray(positive), np.asarray(negative)
+    return float(((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()) / (len(pos) * len(neg)))
+
+
+def scores(rows: list[dict], model, mode: str, label: str = "primary"):
+    """Per question of the mode: (answerable, gate score, old gate score), and every handed-on result's
+    (probability, label)."""
+    gates, probs, labels = [], [], []
+    for r in rows:
+        if r["mode"] != mode or r["kind"] not in SCORED:
+            continue
+        p = predict(model, row_features(r))[:HANDED_ON] if r["cosines"] else np.zeros(0)
+        gates.append((r["kind"] == "answerable", float(p.max()) if len(p) else 0.0,
+                      statistics.fmean(r["cosines"][:HANDED_ON]) if r["cosines"] else 0.0))
+        probs.extend(p.tolist())
+        labels.extend(r[label][:HANDED_ON])
+    return gates, np.asarray(probs), np.asarray(labels, dtype=np.float64)
+
+
+def rates(gates, threshold: float, old: bool = False) -> tuple[float, float]:
+    """(share of answerable questions that pass, share of unanswerable ones refused)."""
+    at = 2 if old else 1
+    answerable = [g[at] >= threshold for g in gates if g[0]]
+    unanswerable = [g[at] < threshold for g in gates if not g[0]]
+    return statistics.fmean(answerable), statistics.fmean(unanswerable)
+
+
+def choose_threshold(data: dict[str, list[dict]], model) -> float:
+    """The threshold the default ships: of those that pass 90 % of the answerable questions of every corpus
+    given, the one with the best mean balanced accuracy (answerable passed, unanswerable refused) over
+    them, hybrid mode."""
+    best, score = 0.01, -1.0
+    gates = [scores(rows, model, "hybrid")[0] for rows in data.values()]
+    for t in np.arange(0.01, 0.96, 0.01):
+        each = [rates(g, float(t)) for g in gates]
+        if min(passed for passed, _ in each) < 0.9:
+            continue
+        mean = statistics.fmean((passed + refused) / 2 for passed, refused in each)
+        if mean > score:
+            best, score = float(t), mean
+    return round(best, 2)
+
+
+def held_out_table(data: dict[str, list[dict]], names: tuple[str, ...], modes=MODES, headings: bool = False,
+                   label: str = "primary") -> tuple[list[str], dict]:
+    lines = ["| held out | mode | results | ECE | AUROC | threshold | answerable pass | unanswerable refused | "
+             "previous gate: AUROC | pass | refused |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    summary = {}
+    for held in data:
+        train = {n: rows for n, rows in data.items() if n != held}
+        model = fit(train, names, headings, label)
+        threshold = choose_threshold(train, model)
+        for mode in modes:
+            gates, p, y = scores(data[held], model, mode, label)
+            a = auroc([g[1] for g in gates if g[0]], [g[1] for g in gates if not g[0]])
+            old = auroc([g[2] for g in gates if g[0]], [g[2] for g in gates if not g[0]])
+            passed, refused = rates(gates, threshold)
+            old_passed, old_refused = rates(gates, OLD_THRESHOLD, old=True)
+            summary[(held, mode)] = dict(ece=ece(p, y), auroc=a, passed=passed, refused=refused, threshold=threshold,
+                                         probs=p, labels=y, gates=gates)
+            lines.append(f"| {held} | {mode} | {len(p)} | {ece(p, y):.3f} | {a:.3f} | {threshold:.2f} | {passed:.1%} | "
+                         f"{refused:.1%} | {old:.3f} | {old_passed:.1%} | {old_refused:.1%} |")
+    return lines, summary
+
+
+FEATURE_SETS = {  # label: (features, None for relevance.FEATURES; heading queries in training; the label)
+    "cosine only": (("similarity",), False, "primary"),
+    "cosine and ranking": (("similarity", "best_similarity", "margin", "log_rank"), False, "primary"),
+    "every feature, labelled by any expected entry": (None, False, "labels"),
+    "every feature, heading queries in training too": (None, True, "primary"),
+    "every feature (shipped)": (None, False, "primary"),
+}
+
+
+def compare_feature_sets(data: dict[str, list[dict]]) -> list[str]:
+    """Held-out means (hybrid) of each feature set: what each group of features adds."""
+    from rag_assets.retrieval.relevance import FEATURES
+
+    lines = ["| features | mean held-out ECE | mean AUROC | mean answerable pass | mean unanswerable refused |",
+             "|---|---|---|---|---|"]
+    for title, (names, headings, label) in FEATURE_SETS.items():
+        _, summary = held_out_table(data, names or FEATURES, ("hybrid",), headings, label)
+        rows = list(summary.values())
+        lines.append(f"| {title} | {statistics.fmean(r['ece'] for r in rows):.3f} | "
+                     f"{statistics.fmean(r['auroc'] for r in rows):.3f} | {statistics.fmean(r['passed'] for r in rows):.1%} | "
+                     f"{statistics.fmean(r['refused'] for r in rows):.1%} |")
+    return lines
+
+
+def fit_report(workdir: Path, write: bool, check_embedder: str | None, names: tuple[str, ...] | None = None) -> str:
+    from rag_assets.retrieval.relevance import FEATURES
+
+    names = names or FEATURES
+    data = load(workdir)
+    started = time.perf_counter()
+    lines = [f"Run {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}; "
+             "`benchmarks/relevance_calibration.py fit`.", "",
+             "Leave one corpus out: model and threshold fitted on the three other corpora.", ""]
+    table, summary = held_out_table(data, names)
+    lines += table
+    lines += ["", "The four held-out corpora pooled (each result, each question scored by the model that did not see its corpus):",
+              "", "| mode | ECE | AUROC | answerable pass | unanswerable refused |", "|---|---|---|---|---|"]
+    for mode in MODES:
+        rows = [v for (held, m), v in summary.items() if m == mode]
+        p, y = np.concatenate([r["probs"] for r in rows]), np.concatenate([r["labels"] for r in rows])
+        gates = [g for r in rows for g in r["gates"]]
+        passed = statistics.fmean(1.0 if g[1] >= r["threshold"] else 0.0 for r in rows for g in r["gates"] if g[0])
+        refused = statistics.fmean(1.0 if g[1] < r["threshold"] else 0.0 for r in rows for g in r["gates"] if not g[0])
+        a = auroc([g[1] for g in gates if g[0]], [g[1] for g in gates if not g[0]])
+        lines.append(f"| {mode} | {ece(p, y):.3f} | {a:.3f} | {passed:.1%} | {refused:.1%} |")
+    lines += ["", "Each feature set, held out in turn (hybrid):", ""] + compare_feature_sets(data)
+    model = fit(data, names)
+    threshold = choose_threshold(data, model)
+    lines += ["", f"Fitted on all four: threshold {threshold:.2f}; coefficients "
+              + ", ".join(f"{f} {c:+.3f}" for f, c in zip(names, model[1])) + f", intercept {model[2]:+.3f}."]
+    if check_embedder:
+        other = load(workdir, check_embedder)
+        lines += ["", f"The model fitted on all-MiniLM-L6-v2, unchanged, on {check_embedder}'s rankings:", "",
+                  "| corpus | mode | ECE | AUROC | answerable pass | unanswerable refused |", "|---|---|---|---|---|---|"]
+        for name, rows in other.items():
+            for mode in MODES:
+                gates, p, y = scores(rows, model, mode)
+                a = auroc([g[1] for g in gates if g[0]], [g[1] for g in gates if not g[0]])
+                passed, refused = rates(gates, threshold)
+                lines.append(f"| {name} | {mode} | {ece(p, y):.3f} | {a:.3f} | {passed:.1%} | {refused:.1%} |")
+    if write:
+        OUTPUT.write_text(json.dumps({
+            "about": "Calibrated relevance (rag_assets/retrieval/relevance.py): a logistic model over FEATURES, "
+                     "fitted by benchmarks/relevance_calibration.py on the four development corpora's labelled "
+                     "questions and the questions they do not answer (benchmarks/unanswerable/), with all-MiniLM-L6-v2; "
+                     "default_threshold: the default RAG_MIN_RELEVANCE it chose.",
+            "fitted": time.strftime("%Y-%m-%d"),
+            "features": list(names), "coefficients": [round(float(c), 6) for c in model[1]],
+            "intercept": round(model[2], 6), "default_threshold": threshold}, indent=1) + "\n")
+        lines += ["", f"Written to {OUTPUT.relative_to(HERE.parent)}."]
+    lines += ["", f"({time.perf_counter() - started:.0f} s)", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("collect", "fit"))
+    parser.add_argument("--workdir", default=str(DEFAULT_WORKDIR))
+    parser.add_argument("--embedder", help="collect: index and query with this RAG_EMBEDDING_MODEL")
+    parser.add_argument("--check-embedder", help="fit: also score the fitted model on this embedder's rankings")
+    parser.add_argument("--corpora", default=",".join(CORPORA), help="collect: these corpora (comma-separated)")
+    parser.add_argument("--features", help="fit: these features (comma-separated; default: every one)")
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--markdown")
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        collect(Path(args.workdir), args.embedder, args.corpora.split(","))
+        return 0
+    text = fit_report(Path(args.workdir), args.write, args.check_embedder,
+                      tuple(args.features.split(",")) if args.features else None)
+    print(text)
+    if args.markdown:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Calibrated relevance (rag_assets.retrieval.relevance): the features, the shipped calibration, the
+anchors each embedder measures its scale on (the real local model), and the features' independence of an
+embedder's cosine range."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rag_assets.config import Settings
+from rag_assets.embedding import load_embedder
+from rag_assets.retrieval import relevance
+from rag_assets.retrieval.relevance import FEATURES, Calibration, Evidence, anchors_for, features, shipped
+
+
+def evidence(cosines, background=0.05, contrast=0.6, idf=(2.0, 1.0, 3.0), known=(True, True, False),
+             present=((1, 0, 0), (1, 1, 0), (0, 0, 0)), in_header=((1, 0, 0), (0, 0, 0), (0, 0, 0))):
+    return Evidence(np.asarray(cosines, dtype=float), background, contrast, np.asarray(idf, dtype=float),
+                    np.asarray(known), np.asarray(present, dtype=bool), np.asarray(in_header, dtype=bool))
+
+
+def column(x, name):
+    return x[:, FEATURES.index(name)]
+
+
+def test_the_features_of_a_ranking():
+    x = features(evidence([0.65, 0.35, 0.05]))
+    assert x.shape == (3, len(FEATURES))
+    assert column(x, "similarity") == pytest.approx([1.0, 0.5, 0.0])  # (cosine - background) / contrast
+    assert column(x, "best_similarity") == pytest.approx([1.0] * 3)
+    assert column(x, "margin") == pytest.approx([0.5, 0.0, -0.5])  # less the mean of the best results
+    # the known terms' weight (2 + 1): all of it, a third of it, none; the header holds the first term
+    assert column(x, "coverage") == pytest.approx([1.0, 1 / 3, 0.0])
+    assert column(x, "heading_coverage") == pytest.approx([2 / 3, 0.0, 0.0])
+    assert column(x, "unknown_terms") == pytest.approx([0.5] * 3)  # idf 3 of 6 in a term no chunk holds
+    assert column(x, "log_rank") == pytest.approx(np.log([1, 2, 3]))
+    assert features(evidence([])).shape == (0, len(FEATURES))
+
+
+def test_the_features_do_not_depend_on_an_embedders_cosine_range():
+    """An embedder whose cosines all sit in [0.75, 0.9] (e5) reads the same features as one whose sit in
+    [0, 1] (MiniLM) when its anchors measured the same scale: only where a cosine sits between unrelated
+    text and a matching answer counts."""
+    cosines, background, contrast = np.array([0.62, 0.4, 0.1]), 0.02, 0.64
+    narrow = 0.75 + 0.15 * cosines
+    a = features(evidence(cosines, background, contrast))
+    b = features(evidence(narrow, 0.75 + 0.15 * background, 0.15 * contrast))
+    assert a == pytest.approx(b)
+
+
+def test_the_shipped_calibration_gives_probabilities_and_the_default_threshold():
+    calibration = shipped()
+    assert set(calibration.features) <= set(FEATURES)
+    p = relevance.relevance(evidence([0.8, 0.3, -0.2]))
+    assert np.all((p > 0) & (p < 1)) and p[0] > p[1] > p[2]
+    assert Settings.from_env({}).min_relevance == calibration.default_threshold
+    data = json.loads(relevance.CALIBRATION_FILE.read_text())
+    assert "benchmarks/relevance_calibration.py" in data["about"]
+    with pytest.raises(ValueError, match="does not compute"):
+        Calibration.from_dict({**data, "features": ["similarity", "mystery"]})
+
+
+def test_anchors_are_measured_once_and_kept_in_the_cache_folder(tmp_path, monkeypatch):
+    embedder = load_embedder(Settings.from_env({}).embedding)
+    monkeypatch.setattr(relevance, "_anchors", {})
+    anchors = anchors_for(embedder, tmp_path)
+    assert anchors.passages.shape == (len(relevance.anchor_pairs()), embedder.dimension)
+    assert 0.3 < anchors.contrast < 1.0  # matched answers sit well above the others for MiniLM
+    [kept] = (tmp_path / "relevance_anchors").glob("*.npz")
+    query = embedder.embed_query("How long should I boil spaghetti?")
+    monkeypatch.setattr(relevance, "_anchors", {})
+    monkeypatch.setattr(embedder, "embed_documents", lambda texts: pytest.fail("embedded again"))
+    again = anchors_for(embedder, tmp_path)  # a new process: read from the cache folder
+    assert np.array_equal(again.passages, anchors.passages) and again.contrast == pytest.approx(anchors.contrast)
+    assert anchors.background(query) < 0.3  # the median, not the one anchor about pasta
