@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +149,9 @@ class IngestSummary:
     vectors_deleted: int = 0
     chunks_truncated: int = 0  # chunks longer than the model's input: embedded from their start only
     blocks_split: int = 0  # code/table blocks over the chunk limit, split at line boundaries into pieces that fit
+    # components (and MDX expressions) of the pages parsed whose text comes from the site's own code, so
+    # it is not in the index, by name (rag_assets.ingest.mdx_components): the most frequent first
+    unrendered_components: dict[str, int] = field(default_factory=dict)
     errors: list[dict] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
@@ -161,6 +166,14 @@ class IngestSummary:
     # not index and that did not fail are not started (not failed); the next `rag ingest` does them
     interrupted: str = ""
     documents_not_started: int = 0
+
+    def count_unrendered(self, by_name: Mapping[str, int] | None) -> None:
+        """Add a run's unrendered components (name -> count) to the summary's, most frequent first."""
+        if not isinstance(by_name, Mapping) or not by_name:
+            return
+        merged = Counter(self.unrendered_components)
+        merged.update({str(name): int(n) for name, n in by_name.items()})
+        self.unrendered_components = dict(merged.most_common())
 
 
 @dataclass

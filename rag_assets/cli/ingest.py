@@ -183,6 +183,7 @@ def print_summary(summary, as_json: bool, corpus: str = "default") -> int:
                   "start only (an oversized code block or table: see chunk_embeddings in the UI)")
         if summary.blocks_split:
             print(f"{summary.blocks_split} code/table block(s) too big for one chunk were split at line boundaries")
+        print_unrendered(summary)
         print_left_out(summary, corpus)
         for err in summary.errors:
             print(f"  FAILED {err['doc_path']}: {err['error']}", file=sys.stderr)
@@ -202,6 +203,17 @@ def print_interrupted(stopped, as_json: bool, corpus: str = "default") -> int:
     rest = f"; {summary.documents_not_started} not started (not failed)" if summary.documents_not_started else ""
     print(f"rag: stopped by {how}: {kept}{rest}; the next `rag ingest` continues from there", file=sys.stderr)
     return stopped.exit_code
+
+
+def print_unrendered(summary, shown: int = 8) -> None:
+    """The components whose text comes from the site's own code, so is not indexed, by name."""
+    by_name = summary.unrendered_components
+    if not by_name:
+        return
+    names = ", ".join(f"{name} {n}" for name, n in list(by_name.items())[:shown])
+    more = f", {len(by_name) - shown} more" if len(by_name) > shown else ""
+    print(f"{sum(by_name.values())} component(s) show text from the site's own code, which is not in the index: "
+          f"{names}{more}")
 
 
 def print_left_out(summary, corpus: str = "default") -> None:

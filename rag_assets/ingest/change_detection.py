@@ -182,9 +182,9 @@ def _through_pages(changes: Changes, root: Path, files: dict[str, list], max_fil
     imports_of = {p: (entry[3] if len(entry) >= 4 else "") for p, entry in files.items()}
     if not any(imports_of.values()) and not any(snippets.is_snippet_folder_path(p) for p in imports_of):
         return
-    hash_of = {p: entry[2] for p, entry in files.items()}
+    graph = snippets.ImportGraph(root, imports_of, {p: entry[2] for p, entry in files.items()}, max_file_bytes)
     moved = {r.doc_path for r in changes.to_process} | set(changes.deleted)
-    closures = snippets.all_closures(imports_of)
+    closures = graph.closures()
     not_pages = set() if index_snippets else snippets.snippet_paths(closures, root)
     taken = {r.doc_path for r in changes.to_process}
     shown_changed: list[DocumentRef] = []
@@ -196,7 +196,7 @@ def _through_pages(changes: Changes, root: Path, files: dict[str, list], max_fil
                 changes.errors.append(DiscoveryError(page, str(exc)))
 
     def pages(refs: list[DocumentRef]) -> list[DocumentRef]:
-        return [snippets.with_dependencies(r, closures[r.doc_path], hash_of)
+        return [snippets.with_dependencies(r, closures[r.doc_path], graph.hash_of)
                 for r in refs if r.doc_path not in not_pages]
 
     changes.added = pages(changes.added)

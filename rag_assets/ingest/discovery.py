@@ -126,7 +126,7 @@ def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog 
         except (DocumentTooLarge, OSError) as exc:
             errors.append(_refusal(doc_path, exc))
     documents.sort(key=lambda d: d.doc_path)
-    documents, excluded = snippets.apply_to_catalog(documents, index_snippets)
+    documents, excluded = snippets.apply_to_catalog(documents, index_snippets, max_file_bytes)
     layout = languages.detect_layout([d.doc_path for d in documents], rules.sites,
                                      {d.doc_path: scope_mod.PageFacts.parse(d.facts) for d in documents})
     scoped = scope_mod.apply(documents, layout, scope)

@@ -16,23 +16,26 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from rag_assets.errors import DocumentError, RagError
-from rag_assets.ingest import document_metadata, frontmatter, ids, markdown, snippets
+from rag_assets.ingest import document_metadata, frontmatter, ids, markdown, reader_text, snippets
 from rag_assets.ingest.chunking import ChunkingConfig, ChunkingStats, chunk_document
 from rag_assets.ingest.document_metadata import MetadataPolicy
+from rag_assets.ingest.site_text import SiteText
 from rag_assets.ingest.tokens import TokenCounter
 from rag_assets.models import Block, Chunk, DocumentRef, ParsedDocument
 
 
 @dataclass(frozen=True)
 class ParseSettings:
-    """What shapes a parsed document: the metadata policy and the largest file (and snippet) read."""
+    """What shapes a parsed document: the metadata policy and the largest file (and snippet) read; and
+    what its site renders (`site_text`: the sites of the docs folder, looked at once per settings)."""
 
     policy: MetadataPolicy = field(default_factory=MetadataPolicy)
     max_file_bytes: int = 5_000_000
+    site_text: SiteText = field(default_factory=SiteText, compare=False, repr=False)
 
     @classmethod
     def from_settings(cls, ingest) -> "ParseSettings":
@@ -65,6 +68,9 @@ def parse_document(ref: DocumentRef, parse: ParseSettings = ParseSettings()) -> 
     (rag_assets.ingest.document_metadata); a document missing required metadata fails by name
     (InvalidDocumentError). Returns the document and the parse stage's record of it."""
     doc, mdx_stats = snippets.render_page(frontmatter.read_document(ref), ref, parse.max_file_bytes)
+    emoji = parse.site_text.emoji_style(snippets.docs_root(ref), ref.doc_path)
+    if emoji and ":" in doc.body:
+        doc = replace(doc, body=reader_text.emojize(doc.body, emoji))
     warnings: list[str] = []  # logged where they arise, counted here
     doc = document_metadata.complete(doc, ref, parse.policy, warnings)
     return doc, {"title": doc.title, "tags": len(doc.tags), "body_chars": len(doc.body), **mdx_stats,
@@ -72,9 +78,10 @@ def parse_document(ref: DocumentRef, parse: ParseSettings = ParseSettings()) -> 
 
 
 def split_document(body: str) -> tuple[list[Block], dict]:
-    """A document body's structural blocks, and the split stage's record of them (blocks per type,
-    the blocks that never closed)."""
-    blocks = markdown.split_markdown(body)
+    """A document body's structural blocks, as a reader of the page reads them
+    (rag_assets.ingest.reader_text), and the split stage's record of them (blocks per type, the
+    blocks that never closed)."""
+    blocks = reader_text.readable_blocks(markdown.split_markdown(body))
     by_type = Counter(b.type.value for b in blocks)
     return blocks, {**{f"blocks_{k}": v for k, v in by_type.items()}, "unclosed_blocks": sum(1 for b in blocks if b.unclosed)}
 

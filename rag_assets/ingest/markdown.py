@@ -62,15 +62,15 @@ _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 # Admonition and tab markers (see the module docstring); "label" is the type word. A ``:::`` type is
 # followed by a title, ``[title]``, ``{attributes}`` or nothing: mkdocstrings' ``::: package.Class``
 # is an API-docs directive, not an admonition (it has no closer and would swallow the prose after it).
-_ADMONITION_OPEN = re.compile(r"^[ \t]*:{3,}[ \t]*(?P<label>[A-Za-z][\w-]*)(?=[ \t\[{]|$)")
+_ADMONITION_OPEN = re.compile(r"^(?P<indent>[ \t]*):{3,}[ \t]*(?P<label>[A-Za-z][\w-]*)(?=[ \t\[{]|$)(?P<rest>.*)$")
 _ADMONITION_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
-_BLOCKS_OPEN = re.compile(r"^[ \t]*(?P<slashes>/{3,})[ \t]*(?P<label>[A-Za-z][\w-]*)[ \t]*(?:\|.*)?$")
+_BLOCKS_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<slashes>/{3,})[ \t]*(?P<label>[A-Za-z][\w-]*)[ \t]*(?:\|(?P<title>.*))?$")
 _BLOCKS_CLOSE = re.compile(r"^[ \t]*(?P<slashes>/{3,})[ \t]*$")
 _MKDOCS_OPEN = re.compile(
-    r'^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]*(?P<label>[\w-]+)(?:[ \t]+[\w-]+)*(?:[ \t]+".*")?[ \t]*$'
+    r'^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]*(?P<label>[\w-]+)(?:[ \t]+[\w-]+)*(?:[ \t]+"(?P<title>.*)")?[ \t]*$'
 )
-_TAB_OPEN = re.compile(r'^(?P<indent>[ \t]*)===[!+]{0,2}[ \t]+".*"[ \t]*$')
-_ALERT_OPEN = re.compile(r"^[ \t]*>[ \t]?\[!(?P<label>note|tip|important|warning|caution)\]", re.IGNORECASE)
+_TAB_OPEN = re.compile(r'^(?P<indent>[ \t]*)===[!+]{0,2}[ \t]+"(?P<title>.*)"[ \t]*$')
+_ALERT_OPEN = re.compile(r"^(?P<lead>[ \t]*>[ \t]?)\[!(?P<label>note|tip|important|warning|caution)\][ \t]*", re.IGNORECASE)
 _QUOTE = re.compile(r"^[ \t]*>")
 # Lines that start a block of their own rather than lazily continuing a quote's paragraph:
 # list items and thematic breaks (headings, fences and the markers above are checked apart).

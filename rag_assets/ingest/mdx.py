@@ -13,15 +13,25 @@ and a code example that lives in an imported snippet file is a bare ``<CodeSampl
   files bind a component name to a snippet;
 - a JSX/HTML tag is lexed as a tag (name, attributes with quoted, ``{expression}`` or bare values,
   ``/>``), not matched by a pattern, so a ``>`` inside ``{…}`` or a string never ends it; the tags
-  go and their children stay; attribute values that are prose (``title``, ``label``, ``alt`` …) stay
-  as text; a component bound to a snippet import (or Mintlify's ``<Snippet file="…"/>``) is replaced
-  by the snippet's own rendered content;
+  go and their children stay; what a component shows besides them (its text attributes, a tab of
+  commands, a code component's code) is rag_assets.ingest.mdx_components', and so is the count of
+  the components whose text comes from the site's code (`MdxRendering.unrendered`); a component
+  bound to a snippet import (or Mintlify's ``<Snippet file="…"/>``) is replaced by the snippet's own
+  rendered content;
+- a JSX expression in the text reads as the reader sees it: a string literal as its value
+  (``{' '}``, ``{"text"}``); in an ``.mdx`` page, where every ``{…}`` outside code and math is an
+  expression, any other one is the site's code: left out and counted (EXPRESSION). In a plain
+  markdown page braces are text;
 - callout components (``<Note>``, ``<Warning>``, ``<Admonition type="tip">`` …) that stand on their
   own lines become ``:::note`` … ``:::`` admonitions, so the splitter keeps each one as a block
   labelled by its type;
 - lines that sat inside a component are dedented together (a component's children are indented in
   the source; left indented they would read as indented code);
 - HTML comments and ``{/* … */}`` comments are dropped.
+
+One module, one job: the ESM statements and the fenced-code state are rag_assets.ingest.mdx_esm, the
+tag lexer and code spans rag_assets.ingest.mdx_lexer, what a component shows rag_assets.ingest.mdx_components,
+putting the lines back together rag_assets.ingest.mdx_layout; this module renders.
 
 Anything that does not lex as a tag (``a < b``, ``List<T`` without an end, ``<https://…>``
 autolinks) stays text. Problems a site's own build would reject (an unclosed or stray closing tag,
@@ -39,41 +49,32 @@ either limit `render_mdx` raises SnippetLimitError, which fails the page by name
 
 from __future__ import annotations
 
-import bisect
 import re
-import textwrap
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-RENDER_VERSION = "mdx-v1"  # part of the parse and split fingerprints: a new renderer re-parses every page
+from rag_assets.ingest import mdx_components
+from rag_assets.ingest.mdx_components import PROSE_ATTRIBUTES, Shown
+from rag_assets.ingest.mdx_esm import Import, esm_statements, fence_step, find_imports
+from rag_assets.ingest.mdx_layout import MARK, assemble, without_frontmatter
+from rag_assets.ingest.mdx_lexer import (
+    MAX_TAG_CHARS, CodeSpanLook, CodeSpans, Tag, alone_on_line, balanced_end, js_string, lex_tag, lex_tag_within)
 
-# ESM: an import statement is complete once it names its source; an export runs to a blank line.
-_IMPORT_START = re.compile(r"^import(?=[\s{*'\"])")
-# an import statement is complete on a line ending with its quoted source, after `from` or a bare `import`
-_SOURCE_AT_END = re.compile(r"""(['"])([^'"\n]+)\1\s*;?\s*$""")
-_ENDS_WITH_FROM = re.compile(r"\bfrom\s*$")
-_BARE_IMPORT = re.compile(r"import\s*")
-_EXPORT_START = re.compile(r"^export\s+(?:const|let|var|function|default|class|async|\{|\*)")
-_IMPORT_DEFAULT = re.compile(r"^import\s+([A-Za-z_$][\w$]*)\s*(?:,|\s+from\b)")
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
-_MAX_IMPORT_LINES = 40
-_MAX_TAG_CHARS = 4000  # a tag longer than this is not a tag
+__all__ = ["Import", "MdxRendering", "SnippetLimitError", "find_imports", "lex_tag", "render_mdx"]
+
+RENDER_VERSION = "mdx-v2"  # part of the parse and split fingerprints: a new renderer re-parses every page
+
 # What looking for tags' ends may read in all, per character of the text (and a floor): a page never
 # needs more than its own length once; past the budget, the rest of the text is kept as it is.
 _LEX_BUDGET_PER_CHAR = 4
 _LEX_BUDGET_FLOOR = 200_000
-_SPECIAL = re.compile(r"[`\\<]")  # what the tag scan stops at: code spans, escapes, tags
-_BACKTICKS = re.compile(r"`+")
-_PARAGRAPH_BREAK = re.compile(r"(?=\n\n)")
+_SPECIAL = re.compile(r"[`\\<{]")  # what the tag scan stops at: code spans, escapes, tags, expressions
+_DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.DOTALL)
+EXPRESSION = "{expression}"  # how an unrenderable MDX expression in the text is counted
 MAX_SNIPPET_DEPTH = 5  # snippets inside snippets: deeper ones are left out, with one warning
 MAX_SNIPPET_EXPANSIONS = 1_000  # snippet uses a page may expand in all (each nested use counts)
-_NAME = re.compile(r"[A-Za-z][\w.:\-]*")
-_ATTR_NAME = re.compile(r"[A-Za-z_:@$][\w:.\-@$]*")
 
-# Attribute values a reader sees as text on the rendered page.
-PROSE_ATTRIBUTES = frozenset({"title", "label", "alt", "caption", "description", "summary", "heading", "tip", "tooltip"})
-# ... of those, the ones shown where an inline component stands (a tooltip's text only shows on hover)
-_SHOWN_INLINE = PROSE_ATTRIBUTES - {"tip", "tooltip"}
 # Callout components of Mintlify, Docusaurus, Nextra and friends -> admonition type.
 CALLOUTS = {
     "note": "note", "info": "info", "tip": "tip", "warning": "warning", "caution": "caution",
@@ -90,6 +91,9 @@ class MdxRendering:
     snippets: list[str] = field(default_factory=list)  # import sources expanded, in order of first use
     changed: bool = False  # anything MDX-specific was found and rewritten
     expansions: int = 0  # snippet uses expanded into the body, nested ones included
+    # components whose text comes from the site's code (rag_assets.ingest.mdx_components), and
+    # expressions in an .mdx page's text (EXPRESSION): not rendered, counted by name
+    unrendered: Counter[str] = field(default_factory=Counter)
 
 
 class SnippetLimitError(ValueError):
@@ -107,225 +111,6 @@ class _Expansion:
     sizes: dict[tuple[str, int], int] = field(default_factory=dict)  # their bodies' UTF-8 bytes
 
 
-@dataclass(frozen=True)
-class Import:
-    source: str  # the module specifier, as written: '/snippets/x.mdx', './y.md', 'openai'
-    default_name: str | None  # `import Name from …`: the component name it binds
-
-
-@dataclass
-class _Tag:
-    start: int
-    end: int
-    name: str  # "" for a fragment <> </>
-    kind: str  # "open", "close", "self"
-    attrs: dict[str, str | None]
-
-
-# ---------------------------------------------------------------------------------------------
-# ESM
-
-
-def find_imports(text: str) -> list[Import]:
-    """The import statements of an MDX body (outside fenced code), in order."""
-    return [imp for imp, _ in _esm_statements(text.split("\n"))[0].values()]
-
-
-def _esm_statements(lines: list[str]) -> tuple[dict[int, tuple[Import, int]], dict[int, int]]:
-    """Imports (first line -> (Import, one past its last line)) and exports (first -> one past last)."""
-    imports: dict[int, tuple[Import, int]] = {}
-    exports: dict[int, int] = {}
-    fence: tuple[str, int, int] | None = None
-    stops: list[int] | None = None  # made at the first import, once per body
-    i = 0
-    while i < len(lines):
-        fence, is_code = _fence_step(fence, lines[i])
-        if not is_code and _IMPORT_START.match(lines[i]):
-            stops = stops or _import_stops(lines)
-            found = _import_at(lines, i, stops)
-            if found is not None:
-                imports[i] = found
-                i = found[1]
-                continue
-        elif not is_code and _EXPORT_START.match(lines[i]):
-            end = i + 1
-            while end < len(lines) and lines[end].strip():
-                end += 1
-            exports[i] = end
-            i = end
-            continue
-        i += 1
-    return imports, exports
-
-
-def _import_stops(lines: list[str]) -> list[int]:
-    """stops[j]: the first line at or after j that is blank or ends with `from '<source>'` (the source
-    may stand alone on the line after `from`): where an import statement that started before ends.
-    One pass over the body, so each statement is found in constant time (a scan of up to
-    _MAX_IMPORT_LINES lines from every line starting with "import" made prose such as "import the
-    data" lines costly)."""
-    n = len(lines)
-    stops = [n] * (n + 1)
-    for j in range(n - 1, -1, -1):
-        line = lines[j]
-        ends = not line.strip()
-        if not ends and ("'" in line or '"' in line):
-            m = _SOURCE_AT_END.search(line)
-            if m is not None:
-                before = line[: m.start()]
-                ends = bool(_ENDS_WITH_FROM.search(before if before.strip() else (lines[j - 1] if j else "")))
-        stops[j] = j if ends else stops[j + 1]
-    return stops
-
-
-def _import_at(lines: list[str], i: int, stops: list[int]) -> tuple[Import, int] | None:
-    """The import statement starting at line i and one past its last line; None when the lines there
-    never name a source before a blank line (prose that happens to start with "import")."""
-    n, end = len(lines), stops[i]
-    bare = _BARE_IMPORT.fullmatch(lines[i]) is not None  # `import` alone: the source is on the next line
-    for j in (i, i + 1):  # a side-effect import `import './x.css'` names its source right after `import`
-        if j >= min(n, end + 1) or (j > i and not lines[j].strip()):
-            break
-        m = _SOURCE_AT_END.search(lines[j])
-        if m is not None and (_BARE_IMPORT.fullmatch(lines[j][: m.start()]) if j == i else
-                              bare and not lines[j][: m.start()].strip()):
-            end = j
-            break
-    if end >= n or end - i >= _MAX_IMPORT_LINES or (end > i and not lines[end].strip()):
-        return None
-    statement = "\n".join(lines[i : end + 1])
-    default = _IMPORT_DEFAULT.match(statement)
-    return Import(_SOURCE_AT_END.search(lines[end]).group(2), default.group(1) if default else None), end + 1
-
-
-def _fence_step(fence: tuple[str, int, int] | None, line: str) -> tuple[tuple[str, int, int] | None, bool]:
-    """Advance the fenced-code state (fence char, length, indentation) by one line: (new state, whether
-    this line is code). A closing line is indented at most 3 columns more than its opening line, as
-    CommonMark (and so the splitter, rag_assets.ingest.markdown) has it: an indented ```` ``` ```` inside
-    the code, such as a nested example, does not close it early."""
-    if fence is None:
-        m = _FENCE_OPEN.match(line)
-        if m:
-            return (m.group("fence")[0], len(m.group("fence")), _width(m.group("indent"))), True
-        return None, False
-    char, length, indent = fence
-    stripped = line.strip()
-    if stripped and set(stripped) == {char} and len(stripped) >= length and _width(line[: len(line) - len(line.lstrip())]) <= indent + 3:
-        return None, True
-    return fence, True
-
-
-def _width(indent: str) -> int:
-    return len(indent.expandtabs(4))
-
-
-# ---------------------------------------------------------------------------------------------
-# Tags
-
-
-def lex_tag(text: str, i: int) -> _Tag | None:
-    """The JSX/HTML tag starting at text[i] == "<", or None when what is there is not a tag."""
-    return _lex_tag(text, i, _MAX_TAG_CHARS)[0]
-
-
-def _lex_tag(text: str, i: int, window: int) -> tuple[_Tag | None, int]:
-    """(lex_tag's answer, how far it looked: one past the last character it may have read), looking
-    at most `window` characters ahead."""
-    n = len(text)
-    limit = min(n, i + window)
-    tag = _lex_within(text, i, n, limit)
-    return tag, (tag.end if tag is not None else limit)
-
-
-def _lex_within(text: str, i: int, n: int, limit: int) -> _Tag | None:
-    j = i + 1
-    kind = "open"
-    if j < n and text[j] == "/":
-        kind, j = "close", j + 1
-    if j < n and text[j] == ">":
-        return _Tag(i, j + 1, "", kind, {})  # fragment
-    m = _NAME.match(text, j)
-    if not m:
-        return None
-    name, j = m.group(0), m.end()
-    if name.endswith(":") or (j < n and text[j] in "@/" and kind == "open" and not text.startswith("/>", j)):
-        return None  # <https://…>, <me@example.com>: autolinks, not tags
-    attrs: dict[str, str | None] = {}
-    while j < limit:
-        while j < limit and text[j].isspace():
-            j += 1
-        if j >= limit:
-            return None
-        if text.startswith("/>", j):
-            return _Tag(i, j + 2, name, "self" if kind == "open" else kind, attrs)
-        if text[j] == ">":
-            return _Tag(i, j + 1, name, kind, attrs)
-        if kind == "close":
-            return None
-        if text[j] == "{":  # {...spread} or a boolean expression attribute
-            end = _balanced(text, j, limit)
-            if end is None:
-                return None
-            j = end
-            continue
-        a = _ATTR_NAME.match(text, j)
-        if not a:
-            return None
-        key, j = a.group(0), a.end()
-        k = j
-        while k < limit and text[k] in " \t\n":
-            k += 1
-        if k < limit and text[k] == "=":
-            k += 1
-            while k < limit and text[k] in " \t\n":
-                k += 1
-            if k >= limit:
-                return None
-            if text[k] in "\"'":
-                close = text.find(text[k], k + 1, limit)
-                if close < 0:
-                    return None
-                attrs[key] = text[k + 1 : close]
-                j = close + 1
-            elif text[k] == "{":
-                end = _balanced(text, k, limit)
-                if end is None:
-                    return None
-                inner = text[k + 1 : end - 1].strip()
-                # {"text"} / {'text'} / {`text`}: a string expression is text too
-                attrs[key] = inner[1:-1] if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'`" else None
-                j = end
-            else:
-                v = re.compile(r"[^\s\"'=<>`/]+").match(text, k)
-                if not v:
-                    return None
-                attrs[key] = v.group(0)
-                j = v.end()
-        else:
-            attrs[key] = None
-    return None
-
-
-def _balanced(text: str, i: int, limit: int) -> int | None:
-    """One past the "}" that closes the "{" at text[i] (strings and template literals skipped)."""
-    depth, j = 0, i
-    while j < limit:
-        c = text[j]
-        if c in "\"'`":
-            close = text.find(c, j + 1, limit)
-            if close < 0:
-                return None
-            j = close + 1
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return None
-
 
 # ---------------------------------------------------------------------------------------------
 # Rendering
@@ -333,9 +118,6 @@ def _balanced(text: str, i: int, limit: int) -> int | None:
 
 # load_snippet(source, importing doc_path) -> (the snippet's doc_path, its raw text), or None
 SnippetLoader = Callable[[str, str], "tuple[str, str] | None"]
-# A line the renderer inserted (an admonition fence for a callout): not part of the children's
-# indentation, marked until the dedent is done.
-_MARK = "\x00"
 # HTML elements that never have children: an opening tag is the whole element.
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
                    "source", "track", "wbr"})
@@ -351,21 +133,25 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
     SnippetLimitError when the snippets expand past `max_expansions` uses or `max_bytes` bytes."""
     shared = _shared or _Expansion(max_bytes, max_expansions)
     result = MdxRendering(body)
-    if "<" not in body and "import" not in body and "export" not in body and "{/*" not in body:
+    if "<" not in body and "import" not in body and "export" not in body and "{" not in body:
         return result
     lines = body.split("\n")
-    imports, exports = _esm_statements(lines)
+    imports, exports = esm_statements(lines)
     snippet_names: dict[str, str] = {}
+    imported: set[str] = set()  # names bound to code or data (a snippet is not data)
     drop: set[int] = set()
     for start, (imp, end) in imports.items():
         drop.update(range(start, end))
         if imp.default_name and _is_markdown_source(imp.source):
             snippet_names[imp.default_name] = imp.source
+        else:
+            imported.update(imp.names)
     for start, end in exports.items():
         drop.update(range(start, end))
     result.changed = bool(drop)
 
     renderer = _Renderer(doc_path, snippet_names, load_snippet, _depth, _stack, result, shared)
+    renderer.imported = frozenset(imported)
     if snippet_names or "<Snippet" in body:
         renderer.expanded_bytes = len(body.encode("utf-8"))  # the page's own text counts towards max_bytes
     out: list[tuple[str, bool, bool]] = []  # (line, inside a component, fenced code)
@@ -377,10 +163,17 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
             out.extend((line, inside, False) for line, inside in renderer.render_text("\n".join(text_lines)))
             text_lines.clear()
 
+    is_mdx = doc_path.lower().endswith(".mdx")
     for i, line in enumerate(lines):
         if i in drop:
             continue
-        fence, is_code = _fence_step(fence, line)
+        opened = fence
+        fence, is_code = fence_step(fence, line, any_indent=is_mdx)
+        if opened is not None and fence is None and _width(line) > opened[2] + 3:
+            # MDX closes a fence at any indentation; markdown (the splitter) only within 3 columns of
+            # its opening line: the closing line is put there, so both read the same code block
+            line = " " * opened[2] + line.strip()
+            result.changed = True
         if is_code:
             flush_text()
             if not renderer.dropping:
@@ -390,8 +183,13 @@ def render_mdx(body: str, doc_path: str, load_snippet: SnippetLoader | None = No
     flush_text()
     renderer.finish()
     if result.changed:
-        result.body = _assemble(out)
+        result.body = assemble(out)
     return result
+
+
+def _width(line: str) -> int:
+    """The indentation of a line, in columns."""
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
 def _is_markdown_source(source: str) -> bool:
@@ -414,6 +212,8 @@ class _Renderer:
         self.refused: set[str] = set()  # snippets warned about once already
         self.open: list[tuple[str, bool]] = []  # (tag name, rendered as an admonition)
         self.dropping: str | None = None  # inside <script>/<style>: everything up to its end goes
+        self.imported: frozenset[str] = frozenset()  # names the page imports from code or data
+        self.is_mdx = doc_path.lower().endswith(".mdx")  # where every {…} in the text is an expression
 
     @property
     def depth(self) -> int:
@@ -432,8 +232,10 @@ class _Renderer:
             line_flags.extend([self.depth > 0] * s.count("\n"))
 
         i, n, plain_from = 0, len(text), 0
-        spans = _CodeSpans(text) if "`" in text else None
-        # Looking for a tag's end reads ahead (up to _MAX_TAG_CHARS from each "<"); what it may read in
+        spans = CodeSpans(text) if "`" in text else None
+        in_math = CodeSpanLook(text, "$") if "$" in text else None
+        display_math = [m.span() for m in _DISPLAY_MATH.finditer(text)] if "$$" in text else []
+        # Looking for a tag's end reads ahead (up to MAX_TAG_CHARS from each "<"); what it may read in
         # all is bounded, so text made of almost-tags (`<A {<A {…`) costs time linear in its size.
         budget = _LEX_BUDGET_PER_CHAR * n + _LEX_BUDGET_FLOOR
         while i < n:
@@ -447,22 +249,39 @@ class _Renderer:
             if c == "\\":
                 i += 2  # an escaped "<" is text
                 continue
+            if c == "{":
+                end = self._expression_end(text, i, in_math, display_math)
+                if end is None:
+                    i += 1
+                    continue
+                emit(text[plain_from:i])
+                emit(self._expression(text[i + 1 : end - 1]))
+                self.result.changed = True
+                i = plain_from = end
+                continue
             if budget <= 0:
                 self._warn(f"MDX past character {i:,} is kept as text: it holds too many unfinished tags")
                 break
-            tag, reached = _lex_tag(text, i, min(_MAX_TAG_CHARS, budget))
+            tag, reached = lex_tag_within(text, i, min(MAX_TAG_CHARS, budget))
             budget -= reached - i
             if tag is None:
                 i += 1
                 continue
             emit(text[plain_from:i])
+            close = self._code_children_end(tag, text)
+            if close is not None:  # <CodeBlock>: its children are the code
+                emit(self._place(mdx_components.code_children_block(tag, text[tag.end : close.start]),
+                                 alone_on_line(text, tag.start, close.end)))
+                self.result.changed = True
+                i = plain_from = close.end
+                continue
             emit(self._replace(tag, text))
             self.result.changed = True
             i = plain_from = tag.end
         emit(text[plain_from:])
         return list(zip("".join(pieces).split("\n"), line_flags))
 
-    def _replace(self, tag: _Tag, text: str) -> str:
+    def _replace(self, tag: Tag, text: str) -> str:
         name, key = tag.name, tag.name.lower()
         if self.dropping:
             if tag.kind == "close" and key == self.dropping:
@@ -470,8 +289,8 @@ class _Renderer:
             return ""
         if tag.kind == "close":
             return self._close(name)
-        own_line = _alone_on_line(text, tag.start, tag.end)
-        words = " ".join(v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v)
+        own_line = alone_on_line(text, tag.start, tag.end)
+        parent = self.open[-1][0] if self.open else None  # the component it sits in
         snippet = self._snippet_source(tag)
         if snippet is not None:
             if tag.kind == "open":
@@ -485,19 +304,50 @@ class _Renderer:
             if callout and own_line:
                 kind = str(tag.attrs.get("type") or callout).lower() if key in ("admonition", "callout", "aside") else callout
                 self.open.append((name, True))
+                words = " ".join(v for k, v in tag.attrs.items() if k.lower() in PROSE_ATTRIBUTES and v)
                 title = f" {words}" if words else ""
-                return f"\n{_MARK}:::{kind}{title}\n"
+                return f"\n{MARK}:::{kind}{title}\n"
             self.open.append((name, False))
-        if not words:
+        return self._place(mdx_components.shown(tag, own_line, self.imported, parent), own_line)
+
+    def _place(self, shown: Shown, own_line: bool) -> str:
+        """What a component shows, where it stood: lines of their own (marked: not the children's
+        indentation), or inline text; an unrenderable one counted."""
+        if shown.unrendered:
+            self.result.unrendered[shown.unrendered] += 1
+        if not shown.text:
             return ""
-        if own_line:
-            return f"\n\n{_MARK}{words}\n\n"
-        if tag.kind == "self" or key in _VOID:
-            return f" {words} "  # an image's alt text stands where the image was
-        # an inline component's title (<Card title="…">) is read where it stands; a tooltip's text is
-        # not, nor an HTML element's title attribute (<iframe title="…">: a tooltip too)
-        shown = " ".join(v for k, v in tag.attrs.items() if k.lower() in _SHOWN_INLINE and v) if _is_component(name) else ""
-        return f" {shown} " if shown else ""
+        if shown.block:
+            return "\n\n" + "\n".join(MARK + line for line in shown.text.split("\n")) + "\n\n"
+        return f" {shown.text} "
+
+    def _code_children_end(self, tag: Tag, text: str) -> Tag | None:
+        """The closing tag of a component whose children are code (<CodeBlock>), when it is in `text`."""
+        if self.dropping or not mdx_components.takes_code_children(tag):
+            return None
+        at = text.find(f"</{tag.name}", tag.end)
+        close = lex_tag(text, at) if at >= 0 else None
+        return close if close is not None and close.kind == "close" and close.name == tag.name else None
+
+    def _expression_end(self, text: str, i: int, in_math, display_math: list[tuple[int, int]]) -> int | None:
+        """One past the "}" of the MDX expression at text[i]; None where "{" is text: in a plain
+        markdown page unless the expression is a string literal, inside math, or unbalanced."""
+        if self.dropping or (in_math is not None and in_math(i)) or any(s <= i < e for s, e in display_math):
+            return None
+        end = balanced_end(text, i, min(len(text), i + MAX_TAG_CHARS))
+        if end is None or (not self.is_mdx and js_string(text[i + 1 : end - 1]) is None):
+            return None
+        return end
+
+    def _expression(self, expr: str) -> str:
+        """What an MDX expression in the text shows: a string literal's value ({' '}, {"text"}); the
+        site's code otherwise, counted and left out."""
+        value = js_string(expr)
+        if value is not None:
+            return value
+        if expr.strip():
+            self.result.unrendered[EXPRESSION] += 1
+        return ""
 
     def _close(self, name: str) -> str:
         if not any(open_name == name for open_name, _ in self.open):
@@ -509,9 +359,9 @@ class _Renderer:
                 self._warn(f"<{self.open[-1][0]}> is never closed")
             self.open.pop()
         _, as_admonition = self.open.pop()
-        return f"\n{_MARK}:::\n" if as_admonition else ""
+        return f"\n{MARK}:::\n" if as_admonition else ""
 
-    def _snippet_source(self, tag: _Tag) -> str | None:
+    def _snippet_source(self, tag: Tag) -> str | None:
         if tag.name in self.snippet_names:
             return self.snippet_names[tag.name]
         if tag.name == "Snippet" and tag.attrs.get("file"):  # Mintlify's older <Snippet file="x.mdx" />
@@ -540,12 +390,13 @@ class _Renderer:
         shared, key = self.shared, (path, self.snippet_depth + 1)
         inner = shared.rendered.get(key)
         if inner is None:  # rendered once; every later use of it at this depth reuses the text
-            inner = render_mdx(_without_frontmatter(raw), path, self.load_snippet, _depth=self.snippet_depth + 1,
+            inner = render_mdx(without_frontmatter(raw), path, self.load_snippet, _depth=self.snippet_depth + 1,
                                _stack=(*self.snippet_stack, self.doc_path), _shared=shared)
             shared.rendered[key] = inner
             shared.sizes[key] = len(inner.body.encode("utf-8"))
             self.result.warnings.extend(inner.warnings)
         self._count(path, 1 + inner.expansions, shared.sizes[key])
+        self.result.unrendered.update(inner.unrendered)  # each use of the snippet shows them again
         for s in [path, *inner.snippets]:
             if s not in self.result.snippets:
                 self.result.snippets.append(s)
@@ -553,7 +404,7 @@ class _Renderer:
         if not own_line and "\n" not in body:
             return body
         # the snippet's lines keep their own indentation: marked, so they do not count for the dedent
-        return "\n\n" + "\n".join(_MARK + line for line in body.split("\n")) + "\n\n"
+        return "\n\n" + "\n".join(MARK + line for line in body.split("\n")) + "\n\n"
 
     def _count(self, path: str, expansions: int, size: int) -> None:
         """Add one use of the snippet at `path` (`expansions` uses, `size` bytes, its nested ones
@@ -596,7 +447,7 @@ def _drop_comments(text: str, result: MdxRendering) -> str:
             text = new
     if "<!--" in text:
         out, pos = [], 0
-        in_span = _CodeSpanLook(text)
+        in_span = CodeSpanLook(text)
         while True:
             start = text.find("<!--", pos)
             if start < 0 or in_span(start):
@@ -610,106 +461,3 @@ def _drop_comments(text: str, result: MdxRendering) -> str:
         out.append(text[pos:])
         text = "".join(out)
     return text
-
-
-class _CodeSpanLook:
-    """in_span(i): an odd number of backticks between text[i]'s line start and i. Asked with growing i,
-    each character is counted once (a count from the line start for every comment of a one-line page
-    was quadratic)."""
-
-    def __init__(self, text: str):
-        self.text, self.pos, self.ticks = text, 0, 0
-
-    def __call__(self, i: int) -> bool:
-        text = self.text
-        newline = text.rfind("\n", self.pos, i)
-        if newline >= 0:
-            self.ticks, self.pos = 0, newline + 1
-        self.ticks += text.count("`", self.pos, i)
-        self.pos = i
-        return self.ticks % 2 == 1
-
-
-class _CodeSpans:
-    """The inline code spans of a text, found in one pass: a backtick run opens a span that the next run
-    of the same length in the same paragraph closes; a run with no such closer is literal. (A search
-    from every run to its paragraph's end was quadratic on a long paragraph full of code spans.)"""
-
-    def __init__(self, text: str):
-        breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)]  # where a blank line starts
-        runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
-        self.run_end = dict(runs)
-        self.closer_end: dict[int, int] = {}  # opening run's start -> one past its closing run
-        later: dict[int, tuple[int, int, int]] = {}  # run length -> (start, end, paragraph) of the next one
-        for start, end in reversed(runs):
-            paragraph = bisect.bisect_left(breaks, start)
-            nxt = later.get(end - start)
-            if nxt is not None and nxt[2] == paragraph:
-                self.closer_end[start] = nxt[1]
-            later[end - start] = (start, end, paragraph)
-
-    def after(self, i: int) -> int:
-        """Where the text goes on after the backtick run at i: past its code span, or past the run."""
-        return self.closer_end.get(i) or self.run_end[i]
-
-
-def _alone_on_line(text: str, start: int, end: int) -> bool:
-    """Only whitespace between text[start:end] and the line's ends; looks at that whitespace only (a
-    slice to the line's ends, once per tag, made a one-line page quadratic)."""
-    i = start - 1
-    while i >= 0 and text[i] != "\n" and text[i].isspace():
-        i -= 1
-    if i >= 0 and text[i] != "\n":
-        return False
-    j, n = end, len(text)
-    while j < n and text[j] != "\n" and text[j].isspace():
-        j += 1
-    return j == n or text[j] == "\n"
-
-
-def _without_frontmatter(text: str) -> str:
-    text = text.lstrip("\ufeff").replace("\r\n", "\n")
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end >= 0:
-            newline = text.find("\n", end + 4)
-            return text[newline + 1 :] if newline >= 0 else ""
-    return text
-
-
-def _assemble(lines: list[tuple[str, bool, bool]]) -> str:
-    """The output lines joined: each run of lines that sat inside a component dedented together
-    (relative indents kept, inserted marker lines not counted), then, outside fenced code, lines a
-    removed tag left blank made empty and runs of blank lines made one."""
-    dedented: list[str] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        margin = _common_indent([line for line in run if not line.startswith(_MARK)])
-        dedented.extend(line[1:] if line.startswith(_MARK) else line[margin:] for line in run)
-        run.clear()
-
-    for line, inside, _ in lines:
-        if inside:
-            run.append(line)
-            continue
-        flush()
-        dedented.append(line.removeprefix(_MARK))
-    flush()
-    out: list[str] = []
-    fence: tuple[str, int, int] | None = None
-    for line in dedented:
-        fence, is_code = _fence_step(fence, line)
-        if not is_code and not line.strip():
-            if not out or not out[-1]:
-                continue  # no leading blank line, no run of them
-            line = ""
-        out.append(line)
-    while out and not out[-1]:
-        out.pop()
-    return "\n".join(out)
-
-
-def _common_indent(lines: list[str]) -> int:
-    widths = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
-    return min(widths, default=0)

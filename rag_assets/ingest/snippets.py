@@ -22,9 +22,12 @@ A Mintlify or Docusaurus page shows the content of the ``.md``/``.mdx`` files it
 
 Import sources resolve like the site generators do: ``/x.mdx`` from the docs folder (else from a folder on
 the importing file's path, outermost first: a site kept in a subfolder of a repository), ``./x.mdx`` and
-``../x.mdx`` from the importing file, ``@site/…`` from the site folder (the docs folder or its
-parent); anything else (``@theme/Tabs``, ``openai``) is code, not a snippet. Nothing outside the docs
-folder, and no hidden file, is ever read.
+``../x.mdx`` from the importing file, ``@site/…`` from the site's root and TypeScript path aliases
+(``@fragments/x.mdx``) from the nearest ``tsconfig.json``/``jsconfig.json`` (rag_assets.ingest.import_aliases);
+anything else (``@theme/Tabs``, ``openai``) is code, not a snippet. An imported file need not be a page:
+a partial the site's rules leave out of its pages (outside the content folder) is read for the pages
+that show it, and is part of their hash (`ImportGraph`). Nothing outside the docs folder, and no hidden
+file, is ever read.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from pathlib import Path
 
 from rag_assets.errors import DocumentError
 from rag_assets.ingest import mdx
+from rag_assets.ingest.import_aliases import SITE_ALIAS, ImportAliases
 from rag_assets.models import DocumentRef, ParsedDocument
 
 log = logging.getLogger(__name__)
@@ -62,12 +66,11 @@ def import_sources(text: str) -> list[str]:
     return list(dict.fromkeys(sources))
 
 
-def candidates(source: str, importer: str) -> list[str]:
-    """The doc_paths (relative to the docs folder) an import source may mean, most likely first."""
-    if source.startswith("@site/"):
-        rest = source[len("@site/"):]
-        paths = [rest, rest.split("/", 1)[1] if "/" in rest else ""]  # the site folder is the docs folder or its parent
-    elif source.startswith("/"):
+def candidates(source: str, importer: str, aliases: ImportAliases | None = None) -> list[str]:
+    """The doc_paths (relative to the docs folder) an import source may mean, most likely first.
+    `aliases`: the docs folder's (rag_assets.ingest.import_aliases: ``@site/``, tsconfig paths);
+    without them ``@site/`` means the docs folder or its parent and other bare specifiers nothing."""
+    if source.startswith("/"):
         # the site's root: the docs folder, else (a whole repository with its site in a subfolder)
         # a folder on the importer's path, outermost first
         folders = importer.split("/")[:-1]
@@ -76,6 +79,11 @@ def candidates(source: str, importer: str) -> list[str]:
         paths = [rest, *("/".join(folders[:k]) + "/" + rest for k in range(1, len(folders) + 1) if not climbs)]
     elif source.startswith("."):
         paths = [posixpath.join(posixpath.dirname(importer), source)]
+    elif aliases is not None:
+        paths = aliases.candidates(source, importer)
+    elif source.startswith(SITE_ALIAS):
+        rest = source[len(SITE_ALIAS):]
+        paths = [rest, rest.split("/", 1)[1] if "/" in rest else ""]  # the site folder is the docs folder or its parent
     else:
         return []
     out = []
@@ -87,9 +95,9 @@ def candidates(source: str, importer: str) -> list[str]:
     return out
 
 
-def resolve(source: str, importer: str, exists) -> str | None:
+def resolve(source: str, importer: str, exists, aliases: ImportAliases | None = None) -> str | None:
     """The doc_path an import source names, given `exists(doc_path) -> bool`; None if none exists."""
-    return next((path for path in candidates(source, importer) if exists(path)), None)
+    return next((path for path in candidates(source, importer, aliases) if exists(path)), None)
 
 
 def dependency_hash(file_hash: str, dependencies: Mapping[str, str]) -> str:
@@ -136,22 +144,75 @@ def _snippet_folder_test(root: Path | None):
 # In discovery: the catalog knows every file's hash and imports
 
 
-def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool) -> tuple[list[DocumentRef], list[str]]:
+def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool,
+                     max_file_bytes: int = 5_000_000) -> tuple[list[DocumentRef], list[str]]:
     """(pages, snippet files left out): refs with content hashes that cover their imports; snippet
     files are pages too only when `index_snippets`."""
     imports_of = {r.doc_path: r.imports for r in refs}
     if not any(imports_of.values()) and not any(is_snippet_folder_path(p) for p in imports_of):
         return refs, []
-    hash_of = {r.doc_path: _own_hash(r) for r in refs}
-    closures = all_closures(imports_of)
-    out = [with_dependencies(r, closures[r.doc_path], hash_of) for r in refs]
-    snippet = set() if index_snippets else snippet_paths(closures, docs_root(refs[0]))
+    graph = ImportGraph(docs_root(refs[0]), imports_of, {r.doc_path: _own_hash(r) for r in refs}, max_file_bytes)
+    closures = graph.closures()
+    out = [with_dependencies(r, closures[r.doc_path], graph.hash_of) for r in refs]
+    snippet = set() if index_snippets else snippet_paths(closures, graph.root)
     return [r for r in out if r.doc_path not in snippet], sorted(snippet)
 
 
-def all_closures(imports_of: Mapping[str, str]) -> dict[str, set[str]]:
-    """doc_path -> every file it imports, transitively (`closure` of each file, computed once)."""
-    return {path: closure(path, imports_of) for path in imports_of}
+class ImportGraph:
+    """What the files of a catalog import, transitively. A catalogued file is known by its fingerprint
+    (hash and imports); any other markdown file a page imports (a partial the site's rules keep out of
+    its pages: outside the content folder, ``_``-named) is read from disk once, under the same rules as
+    `read_closure`, so a page's content hash covers exactly the files its parse stage reads."""
+
+    def __init__(self, root: Path | None, imports_of: Mapping[str, str], hash_of: Mapping[str, str],
+                 max_file_bytes: int = 5_000_000):
+        self.root = root.resolve() if root is not None else None
+        self.imports_of = imports_of
+        self._hashes = dict(hash_of)
+        self.max_file_bytes = max_file_bytes
+        self.aliases = ImportAliases(self.root)
+        self._outside: dict[str, str | None] = {}  # doc_path -> its imports (None: not a readable file)
+
+    @property
+    def hash_of(self) -> Mapping[str, str]:
+        """doc_path -> sha-256 of every file known so far, those read from disk included."""
+        return self._hashes
+
+    def exists(self, doc_path: str) -> bool:
+        return doc_path in self.imports_of or self._outside_imports(doc_path) is not None
+
+    def imports(self, doc_path: str) -> str:
+        known = self.imports_of.get(doc_path)
+        return known if known is not None else (self._outside_imports(doc_path) or "")
+
+    def _outside_imports(self, doc_path: str) -> str | None:
+        if doc_path not in self._outside:
+            self._outside[doc_path] = None
+            if self.root is not None and _readable(self.root, doc_path, self.max_file_bytes):
+                try:
+                    data = (self.root / doc_path).read_bytes()
+                except OSError:
+                    return None
+                self._hashes[doc_path] = hashlib.sha256(data).hexdigest()
+                self._outside[doc_path] = "\n".join(import_sources(data.decode("utf-8", errors="replace")))
+        return self._outside[doc_path]
+
+    def closure(self, doc_path: str) -> set[str]:
+        """Every file that doc_path imports, transitively."""
+        seen: set[str] = set()
+        todo = [(doc_path, self.imports(doc_path))]
+        while todo:
+            importer, imports = todo.pop()
+            for source in _split(imports):
+                path = resolve(source, importer, self.exists, self.aliases)
+                if path is not None and path not in seen and path != doc_path:
+                    seen.add(path)
+                    todo.append((path, self.imports(path)))
+        return seen
+
+    def closures(self) -> dict[str, set[str]]:
+        """doc_path -> `closure`, for every catalogued file."""
+        return {path: self.closure(path) for path in self.imports_of}
 
 
 def snippet_paths(closures: Mapping[str, set[str]], root: Path | None = None) -> set[str]:
@@ -173,20 +234,6 @@ def _own_hash(ref: DocumentRef) -> str:
     return ref.file_hash or ref.content_hash
 
 
-def closure(doc_path: str, imports_of: Mapping[str, str]) -> set[str]:
-    """Every file (of `imports_of`: doc_path -> its imports) that doc_path imports, transitively."""
-    seen: set[str] = set()
-    todo = [(doc_path, imports_of.get(doc_path, ""))]
-    while todo:
-        importer, imports = todo.pop()
-        for source in _split(imports):
-            path = resolve(source, importer, imports_of.__contains__)
-            if path is not None and path not in seen and path != doc_path:
-                seen.add(path)
-                todo.append((path, imports_of[path]))
-    return seen
-
-
 def _split(imports: str) -> Iterable[str]:
     return (s for s in imports.split("\n") if s) if imports else ()
 
@@ -195,17 +242,19 @@ def _split(imports: str) -> Iterable[str]:
 # On disk: one page at a time (a run re-fingerprinting a document, the parse stage)
 
 
-def read_closure(root: Path, doc_path: str, imports: str, max_file_bytes: int) -> dict[str, bytes]:
+def read_closure(root: Path, doc_path: str, imports: str, max_file_bytes: int,
+                 aliases: ImportAliases | None = None) -> dict[str, bytes]:
     """doc_path -> bytes of every local markdown file the page imports, transitively, as on disk now.
     Files that cannot be read (missing, hidden, outside the folder, too large) are left out, as
     discovery leaves them out."""
     root = root.resolve()
+    aliases = aliases or ImportAliases(root)
     files: dict[str, bytes] = {}
     todo = [(doc_path, imports)]
     while todo:
         importer, sources = todo.pop()
         for source in _split(sources):
-            path = resolve(source, importer, lambda p: p not in files and _readable(root, p, max_file_bytes))
+            path = resolve(source, importer, lambda p: p not in files and _readable(root, p, max_file_bytes), aliases)
             if path is None or path == doc_path or path in files:
                 continue
             try:
@@ -243,15 +292,16 @@ def render_page(doc: ParsedDocument, ref: DocumentRef, max_file_bytes: int = 5_0
     exactly the bytes its content hash covers; stats for the stage's metadata. Malformed MDX never
     fails the page: it degrades to text, with a warning naming the file."""
     files: dict[str, bytes] = {}
+    aliases = ImportAliases(docs_root(ref))
     if ref.imports:
-        files = read_closure(docs_root(ref), ref.doc_path, ref.imports, max_file_bytes)
+        files = read_closure(docs_root(ref), ref.doc_path, ref.imports, max_file_bytes, aliases)
         if closure_hash(ref, files) != ref.content_hash:
             raise DocumentError(ref.doc_path, "a file it imports changed while being ingested; the next run indexes the new version")
 
     texts: dict[str, str] = {}
 
     def load(source: str, importer: str) -> tuple[str, str] | None:
-        path = resolve(source, importer, files.__contains__)
+        path = resolve(source, importer, files.__contains__, aliases)
         if path is None:
             return None
         if path not in texts:
@@ -266,7 +316,9 @@ def render_page(doc: ParsedDocument, ref: DocumentRef, max_file_bytes: int = 5_0
         log.warning("%s", warning)
     if len(rendering.warnings) > MAX_LOGGED_WARNINGS:
         log.warning("%s: %d more MDX warnings not shown", doc.doc_path, len(rendering.warnings) - MAX_LOGGED_WARNINGS)
-    stats = {"mdx_warnings": len(rendering.warnings), "snippets_expanded": len(rendering.snippets)}
+    stats = {"mdx_warnings": len(rendering.warnings), "snippets_expanded": len(rendering.snippets),
+             "unrendered_components": sum(rendering.unrendered.values()),
+             "unrendered_by_name": dict(rendering.unrendered.most_common())}
     if not rendering.changed:
         return doc, stats
     return replace(doc, body=rendering.body), stats

@@ -60,7 +60,7 @@ EMBED_CALL_TEXTS = 256
 INDEX_GROUP_CHUNKS = 2000
 REPLACING = "replacing"  # an index record's fingerprint while its document's vectors are replaced
 # The splitter's version (and the MDX renderer's, whose output it splits): a new one re-splits every document.
-SPLIT_FINGERPRINT = f"blocks-v2:{mdx.RENDER_VERSION}"
+SPLIT_FINGERPRINT = f"blocks-v3:{mdx.RENDER_VERSION}"
 
 
 @dataclass
@@ -217,8 +217,18 @@ def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporte
         "snippets_expanded": sum(d.get("snippets_expanded", 0) for d in report.per_document.values()),
         "mdx_warnings": sum(d.get("mdx_warnings", 0) for d in report.per_document.values()),
         "metadata_warnings": sum(d.get("metadata_warnings", 0) for d in report.per_document.values()),
+        **unrendered_stats(report.per_document.values()),
     }
     return report
+
+
+def unrendered_stats(records: Iterable[dict]) -> dict:
+    """The components (and MDX expressions) whose text comes from the site's code, over the parsed
+    documents' records: how many, and how many of each name (the most frequent first)."""
+    by_name: Counter[str] = Counter()
+    for record in records:
+        by_name.update(record.get("unrendered_by_name") or {})
+    return {"unrendered_components": sum(by_name.values()), "unrendered_by_name": dict(by_name.most_common())}
 
 
 # 3. markdown splitting ------------------------------------------------------------------------
@@ -261,7 +271,7 @@ def chunking_fingerprint(config: ChunkingConfig, encoding: str, model_name: str,
     # chunks carry the document's metadata: a new metadata policy re-makes them (the embedding cache,
     # keyed by text, keeps the vectors)
     return (
-        f"chunks-v6:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
+        f"chunks-v7:{encoding}:{config.min_tokens}:{config.target_tokens}:{config.max_tokens}:"
         f"{config.overlap_tokens}:{model_name}:{max_input_tokens}:{metadata}"
     )
 

@@ -687,6 +687,7 @@ def _count_run(summary: IngestSummary, run_id: str, meta: dict[str, dict], succe
     summary.embedding_seconds = round(summary.embedding_seconds + float(embed_meta.get("embedding_seconds", 0.0)), 3)
     summary.chunks_truncated += int(embed_meta.get("chunks_truncated_by_model", 0))
     summary.blocks_split += int(chunk_meta.get("blocks_split", 0))
+    summary.count_unrendered(by_asset.get("parsed_documents", {}).get("unrendered_by_name"))
     if not success:
         summary.errors.append({"doc_path": "*", "error": f"run {run_id} failed: {error()}"})
 

@@ -250,7 +250,8 @@ def test_fits_callback_is_honoured(counter: TokenCounter) -> None:
     chunks = chunk(body, counter, fits=fits)
     assert all(fits(c.index_text) and not c.oversized for c in chunks)
     prose_words = [w for c in chunks if "code" not in c.block_types for w in words(c.text)]
-    assert prose_words[:2] == ["##", "Part"] and prose_words[2:] == words(prose(300, 3))
+    # the H1 has no body of its own: the first chunk under "Part" says both headings, as the page shows them
+    assert prose_words[:4] == ["#", "Title", "##", "Part"] and prose_words[4:] == words(prose(300, 3))
     # The code block fits max_tokens but not `fits`: cut (its one line at words), each piece fenced.
     code = [c for c in chunks if "code" in c.block_types]
     assert len(code) > 1 and all(c.text.startswith("```\n") and c.text.endswith("\n```") for c in code)
@@ -519,9 +520,34 @@ def test_the_page_intro_is_filed_under_the_page_title(counter: TokenCounter) -> 
     intro, nxt = chunk(body, counter, title="Pumps { #pumps }")
     assert (intro.section, intro.heading_breadcrumb) == ("Pumps", ["Pumps"])
     assert intro.index_text == f"Pumps\n\n{prose(12, 1)}"  # the title is said once
-    assert nxt.heading_breadcrumb == ["Next"]
+    # no H1 opens the body: the site shows the title as the page's H1, breadcrumbs start with it, and
+    # the index text's header still says it once
+    assert nxt.heading_breadcrumb == ["Pumps", "Next"] and nxt.section == "Next"
+    assert nxt.index_text.startswith("Pumps > Next\n\n")
     untitled = chunk(body, counter, title="")[0]
     assert (untitled.section, untitled.heading_breadcrumb) == ("", [])
+
+
+def test_a_heading_with_nothing_under_it_is_said_by_the_first_chunk_below_it(counter: TokenCounter) -> None:
+    """Issue 42, item 8: on a real Docusaurus site "Requirements", "Design", "Appendix" were lost: a heading
+    whose section holds only subsections (or only a picture) made no chunk, so its words were in no chunk."""
+    body = f"## Requirements\n\n### Functional\n\n{prose(12, 1)}\n\n## Empty\n\n## Next\n\n{prose(12, 2)}\n"
+    chunks = chunk(body, counter, title="Design")
+    assert [c.text.split("\n\n")[:2] for c in chunks] == [["## Requirements", "### Functional"], ["## Empty", "## Next"]]
+    assert chunks[0].heading_breadcrumb == ["Design", "Requirements", "Functional"]
+    # the page's title as its H1 is in every chunk's header already: not repeated in the text
+    titled = chunk(f"# Design\n\n## Part\n\n{prose(12, 1)}\n", counter, title="Design")
+    assert titled[0].text.startswith("## Part\n\n")
+
+
+def test_the_title_starts_the_breadcrumbs_unless_an_h1_opens_the_body(counter: TokenCounter) -> None:
+    """Issue 42, item 8: a frontmatter title was missing from the breadcrumbs ("— Building" instead of
+    "Build > Building"); a body whose first heading is an H1 keeps that H1 as the page's heading."""
+    titled = chunk(f"## Building\n\n{prose(12, 1)}\n\n### Flags\n\n{prose(12, 2)}\n", counter, title="Build")
+    assert [c.heading_breadcrumb for c in titled] == [["Build", "Building"], ["Build", "Building", "Flags"]]
+    assert [c.index_text.split("\n")[0] for c in titled] == ["Build > Building", "Build > Building > Flags"]
+    own_h1 = chunk(f"# Building things\n\n{prose(12, 1)}\n\n## Flags\n\n{prose(12, 2)}\n", counter, title="Build")
+    assert [c.heading_breadcrumb for c in own_h1] == [["Building things"], ["Building things", "Flags"]]
 
 
 @pytest.mark.parametrize("closing", ["\n```", ""])
@@ -539,9 +565,11 @@ def test_an_oversized_python_block_is_split_into_fenced_pieces(counter: TokenCou
     assert len(pieces) > 2 and stats.blocks_split == 1
     assert pieces[0].text.startswith("## Listing\n\n```python title=\"handler.py\"\n")
     bodies = [p.text.removeprefix("## Listing\n\n") for p in pieces]
-    for text, piece in zip(bodies, pieces):
-        # every piece is closed, even when the source's fence is not
-        assert text.startswith("```python title=\"handler.py\"\n") and text.endswith("\n```")
+    for k, (text, piece) in enumerate(zip(bodies, pieces)):
+        # every piece is closed, even when the source's fence is not; the title is read once, above the
+        # first piece (issue 42: a split code block repeated its title as text in every piece)
+        opening = "```python title=\"handler.py\"\n" if k == 0 else "```python\n"
+        assert text.startswith(opening) and text.endswith("\n```")
         assert piece.token_count <= ChunkingConfig().max_tokens and not piece.oversized
     assert [line for text in bodies for line in text.split("\n")[1:-1]] == lines  # indentation kept, nothing lost
     again = chunk_document(doc, split_markdown(body), counter, ChunkingConfig())
@@ -559,6 +587,20 @@ def test_an_oversized_table_is_split_with_its_header_repeated(counter: TokenCoun
     assert chunks[0].text.startswith("## Limits\n\n")
     assert all(b.startswith(header + "\n| n") for b in bodies)
     assert [line for b in bodies for line in b.split("\n")[2:]] == rows
+
+
+def test_a_table_is_split_between_rows_never_inside_one(counter: TokenCounter) -> None:
+    """Issue 42, item 8: a table row longer than a chunk was cut in two; a reader needs a row whole.
+    It stays whole under the repeated header row, a piece of its own over the limit if it must."""
+    header = "| option | meaning |\n|---|---|"
+    rows = [f"| o{i} | {prose(6, i)} |" for i in range(12)]
+    rows[5] = f"| long | {prose(170, 99)} |"  # ~200 tokens: more than a whole chunk
+    body = "## Options\n\n" + header + "\n" + "\n".join(rows) + "\n"
+    chunks = chunk(body, counter)
+    bodies = [c.text.removeprefix("## Options\n\n") for c in chunks]
+    assert all(b.startswith(header + "\n") for b in bodies)  # each piece reads alone
+    assert [line for b in bodies for line in b.split("\n")[2:]] == rows  # every row whole, in order
+    assert [c.oversized for c in chunks].count(True) == 1
 
 
 def test_a_code_line_longer_than_a_chunk_is_cut_at_words_inside_fences(counter: TokenCounter) -> None:
@@ -597,6 +639,9 @@ def _page_fences(text: str) -> list[list[str]]:
     return [lines[t.map[0] : t.map[1]] for t in MarkdownIt("commonmark").parse(text) if t.type == "fence"]
 
 
+_UNTITLED = re.compile(r"^((?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?:`{3,}|~{3,})[\w+#.-]*).*$")
+
+
 def _code_regions(text: str, page: list[list[str]]) -> tuple[list[tuple[list[str], bool]], list[str]]:
     """(code regions, lines outside them) of a chunk or context: a region opens at a line that is a page
     fence's opening line, verbatim (indentation, list marker and "> " included), and closes at that
@@ -605,6 +650,8 @@ def _code_regions(text: str, page: list[list[str]]) -> tuple[list[tuple[list[str
     closers: dict[str, set[str]] = {}
     for raw in page:
         closers.setdefault(raw[0], set()).add(raw[-1])
+        # a later piece of a split block opens without the block's title (the language stays)
+        closers.setdefault(_UNTITLED.sub(r"\1", raw[0]), set()).add(raw[-1])
     regions: list[tuple[list[str], bool]] = []
     outside: list[str] = []
     current: list[str] | None = None

@@ -82,7 +82,7 @@ def test_inline_tags_code_spans_comments_and_non_tags():
     out = render(body).body
     assert out.startswith("Use FTS with `<Card>` literally, a < b, x<y, and <https://example.com> or <me@example.com>.")
     assert "hidden" not in out
-    assert "An image:  Search results page  here." in out
+    assert "An image:  here." in out  # an image's alt text is not seen (issue 42, item 8)
     assert "<" not in out.split("\n")[-1]
 
 
@@ -126,7 +126,7 @@ def test_a_snippet_that_imports_itself_is_not_expanded_forever():
 
 def test_plain_markdown_is_returned_unchanged():
     body = "# Title\n\nJust text with {braces} and a -> arrow.\n"
-    out = render(body)
+    out = render_mdx(body, "page.md")
     assert out.body == body and not out.changed
 
 
@@ -149,3 +149,84 @@ def test_prose_that_starts_lines_with_import_is_found_once_and_statements_still_
     assert [(i.source, i.default_name) for i in imports] == [
         ("./a.mdx", "A"), ("./side-effect.css", None), ("./b.md", "B")]
     assert render(body).body.startswith("import the data\nimport the data")
+
+
+def test_command_tabs_keep_each_tools_command_as_a_labelled_code_block():
+    """Issue 42, item 2: <CommandTabs npm=… yarn=… cargo=…/> kept none of its values: every plugin page's
+    install step was empty."""
+    body = ('Install the plugin:\n\n<CommandTabs npm="npm run tauri add autostart" yarn="yarn run tauri add autostart"\n'
+            '  cargo="cargo tauri add autostart" />\n\nThen configure it.\n')
+    out = render(body)
+    assert out.body == ("Install the plugin:\n\nnpm\n\n```sh\nnpm run tauri add autostart\n```\n\n"
+                        "yarn\n\n```sh\nyarn run tauri add autostart\n```\n\ncargo\n\n```sh\ncargo tauri add autostart\n```\n\n"
+                        "Then configure it.")
+    assert not out.unrendered
+    # a tab of a package manager's commands, given as a slot of the tabs component, shows its label
+    slots = render('<PackageManagerTabs>\n  <Fragment slot="npm">\n  ```sh\n  npm i x\n  ```\n  </Fragment>\n'
+                   '</PackageManagerTabs>\n')
+    assert slots.body == "npm\n\n```sh\nnpm i x\n```"
+    frameworks = render('<UIFrameworkTabs>\n  <Fragment slot="react">\n  Hooks.\n  </Fragment>\n</UIFrameworkTabs>\n\n'
+                        '<Card>\n  <Fragment slot="icon">x</Fragment>\n</Card>\n')
+    assert frameworks.body == "react\n\nHooks.\n\nx"  # a slot of a tabs component is a tab: its name shows
+
+
+def test_jsx_expressions_read_as_the_reader_sees_them():
+    """Issue 42, item 2: a `{' '}` was left in the text."""
+    body = ("Run it{' '}\n<a href=\"/x\">now</a>{\" \"}and{' '}{\"see\"} {frontmatter.title} {/* a note */}.\n\n"
+            "Math stays: $x^{2}$ and\n\n$$\n\\frac{a}{b}\n$$\n")
+    out = render(body)
+    assert out.body == "Run it \nnow and see  .\n\nMath stays: $x^{2}$ and\n\n$$\n\\frac{a}{b}\n$$"
+    assert out.unrendered == {"{expression}": 1}
+    # in a plain markdown page braces are text; only a string literal is an expression there
+    assert render_mdx("Path {item_id} and {' '}.\n", "page.md").body == "Path {item_id} and  ."
+
+
+def test_code_components_become_fenced_code():
+    body = ('<Code code={`const site = "x";\\nexport default site;`} lang="js" title="astro.config.mjs" />\n\n'
+            '<CodeBlock language="py" title="app.py">\n  {`print("hi")`}\n</CodeBlock>\n\n'
+            '<CodeBlock language="sh">\n  npm run build\n</CodeBlock>\n\n'
+            '<Code code={source} lang="ts" />\n')
+    out = render("import source from './example.ts?raw';\n\n" + body)
+    assert out.body == ('```js title="astro.config.mjs"\nconst site = "x";\nexport default site;\n```\n\n'
+                        '```py title="app.py"\nprint("hi")\n```\n\n```sh\nnpm run build\n```')
+    assert out.unrendered == {"Code": 1}  # its code is the site's own file, not the page's text
+
+
+def test_cards_tabs_and_badges_keep_their_text_attributes_as_paragraphs():
+    body = ('<CardGrid>\n  <LinkCard title="Deploy" description="Ship your site to a host." href="/deploy/" />\n'
+            '  <Card title="Themes" icon="star">\n    Pick one.\n  </Card>\n</CardGrid>\n\n'
+            '<Tabs items={["npm", "yarn"]}>\n<Tab>A</Tab>\n</Tabs>\n\n'
+            '<Tabs>\n  <TabItem label="macOS">\n    Use brew.\n  </TabItem>\n</Tabs>\n\n'
+            'A <Badge text="New" variant="tip" /> feature and <img src="x.png" alt="A diagram"/>.\n')
+    out = render(body)
+    assert out.body == ("Deploy\n\nShip your site to a host.\n\nThemes\n\nPick one.\n\nnpm · yarn\n\nA\n\n"
+                        "macOS\n\nUse brew.\n\nA  New  feature and .")
+    assert not out.unrendered
+
+
+def test_components_whose_text_comes_from_the_sites_code_are_counted_not_indexed():
+    body = ("import Since from '~/components/Since.astro';\nimport sites from '../data/showcase.json';\n"
+            "import { Image } from 'astro:assets';\nimport shot from './shot.png';\n\n"
+            "## Config\n\n<Since v=\"4.0.0\" />\n\nThe option.\n\n<Showcase sites={sites} />\n\n"
+            "<Showcase sites={sites}>\n  Featured sites.\n</Showcase>\n\n<Image src={shot} alt=\"A screenshot\" />\n")
+    out = render(body)
+    assert out.body == "## Config\n\nThe option.\n\nFeatured sites."
+    assert out.unrendered == {"Since": 1, "Showcase": 2}  # a picture shows no text: not counted
+
+
+def test_an_asides_custom_title_replaces_its_type():
+    from rag_assets.ingest.document import split_document
+
+    body = '<Aside type="caution" title="Heads up">\n  Back up first.\n</Aside>\n\n<Aside>\n  Plain.\n</Aside>\n'
+    blocks, _ = split_document(render(body).body)
+    assert [(b.label, b.text) for b in blocks] == [("caution", "Heads up\n\nBack up first."), ("note", "Note\n\nPlain.")]
+
+
+def test_an_mdx_fence_closes_at_any_indentation_as_mdx_reads_it():
+    """A real Starlight page closed a fence 4 columns deeper than it opened: MDX (no indented code) closes
+    it there; read as markdown the fence ran on and swallowed the next tab's <Fragment slot="vue"> tags."""
+    body = ('<Tabs>\n  <Fragment slot="svelte">\n    ```svelte\n    <form on:submit={submit}></form>\n        ```\n'
+            '  </Fragment>\n  <Fragment slot="vue">\n    ```vue\n    <template></template>\n    ```\n  </Fragment>\n</Tabs>\n')
+    out = render(body).body
+    assert out == ("svelte\n\n```svelte\n<form on:submit={submit}></form>\n```\n\nvue\n\n```vue\n<template></template>\n```")
+    assert render_mdx(body, "page.md").body.count("```") == 4  # markdown's own rule is kept for .md

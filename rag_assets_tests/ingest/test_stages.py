@@ -231,3 +231,29 @@ def test_every_step_of_a_page_is_linear_in_its_size(tmp_path):
         large = page_path_cpu_seconds(tmp_path / f"{name}-4n", make(4 * n))
         ratios[name] = round(large / max(small, 1e-3), 1)
     assert all(r < 9 for r in ratios.values()), ratios
+
+
+def test_the_parse_stage_counts_components_whose_text_comes_from_the_sites_code(tmp_path, capsys):
+    """Issue 42, item 2: a data-driven component (a showcase, a "since" badge) was dropped or indexed as
+    code silently; now each is counted by name, up to the ingest's summary."""
+    from rag_assets.cli.ingest import print_unrendered
+    from rag_assets.ingest.stages import run_parse
+    from rag_assets.models import IngestSummary
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.mdx").write_text("import sites from './sites.json';\n\n# A\n\n<Since v=\"4.0\" />\n\nText.\n\n"
+                                "<Showcase sites={sites} />\n\n<Since v=\"4.1\" />\n")
+    (docs / "b.mdx").write_text("# B\n\n<Since v=\"5.0\" />\n\nText with {props.name}.\n")
+    (docs / "c.md").write_text("# C\n\nPlain {braces}.\n")
+    report = run_parse(discover(docs).documents, StageStore(tmp_path / "state"))
+    assert report.stats["unrendered_components"] == 5
+    assert report.stats["unrendered_by_name"] == {"Since": 3, "Showcase": 1, "{expression}": 1}
+    assert report.per_document["c.md"]["unrendered_components"] == 0
+    summary = IngestSummary()
+    summary.count_unrendered(report.stats["unrendered_by_name"])
+    summary.count_unrendered({"Showcase": 2})
+    assert summary.unrendered_components == {"Since": 3, "Showcase": 3, "{expression}": 1}
+    print_unrendered(summary)
+    assert capsys.readouterr().out == ("7 component(s) show text from the site's own code, which is not in the index: "
+                                       "Since 3, Showcase 3, {expression} 1\n")

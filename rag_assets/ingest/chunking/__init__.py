@@ -8,6 +8,9 @@ Policy:
   the whole document would otherwise have no chunk (then one chunk holds all the heading lines).
   Text before the first heading (the page intro) is a section named after the page title
   (breadcrumb ``[title]``; ``build_index_text`` says the title once), or ``""`` without a title.
+  When no H1 opens the body, the site shows the title as the page's H1 (Docusaurus, Starlight,
+  Mintlify, MkDocs Material): every breadcrumb starts with it (``["Build", "Building"]``); the
+  index text's header is the same (``Build > Building``: the title said once).
 - Blocks are packed greedily toward ``target_tokens`` and never past ``max_tokens``; a chunk still
   under ``min_tokens`` may grow up to ``max_tokens``. A chunk that still ends up under
   ``min_tokens`` is merged into its previous neighbour in the section, else its next one, when the
@@ -32,9 +35,12 @@ Policy:
   avoided when the next piece fits.
 - CODE and TABLE blocks are kept whole when they fit a chunk. One that does not (over
   ``max_tokens`` or failing ``fits``) is split at line boundaries into pieces that fit: each code
-  piece is wrapped in the block's own fence (opening line with its info string, and a closing
-  fence), each table piece repeats the header row and separator line, so every piece is valid
-  markdown; a single line too long for a piece is cut like prose (words, then token slices).
+  piece is wrapped in the block's own fence (the first piece's opening line with its info string,
+  later ones with only its language: a title is read once, above the code; and a closing fence),
+  each table piece repeats the header row and separator line, so every piece is valid markdown and
+  reads alone. A single code line too long for a piece is cut like prose (words, then token
+  slices); a table is cut between rows only: a row too long for a chunk is a piece of its own
+  under the header, ``oversized``.
   ``ChunkingStats.blocks_split`` counts these blocks.
 - ADMONITION blocks are kept whole when they fit, and split like prose when they do not: they are
   mostly prose, and an oversized one would be silently truncated by the embedder. So an admonition

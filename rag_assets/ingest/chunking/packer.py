@@ -37,7 +37,7 @@ class _Packer(_LeadIns):
 
     def section(self, section: _Section) -> list[_Draft]:
         cfg = self.config
-        head = f"{_clip_heading_line(section.heading_line)}\n\n" if section.heading_line else ""
+        head = "".join(f"{_clip_heading_line(line)}\n\n" for line in section.heading_line.split("\n\n") if line)
         head_tokens = self.counter.count(head) if head else 0
         overlap_cost = cfg.overlap_tokens + 1 if cfg.overlap_tokens else 0
         # Every piece fits any chunk of the section: the first carries the heading line, later ones the overlap.

@@ -104,8 +104,9 @@ class _Splitter:
             prefix, suffix, frame_tokens, start, end = "", "", 0, unit.start, unit.end
         inner = max(1, budget - frame_tokens - _MARGIN)
         inner_first = None if first_budget is None else first_budget - frame_tokens - _MARGIN
-        spans = self._line_spans(unit.source, start, end, inner)
-        if inner_first is not None and spans and spans[0][2] > inner_first > 0:
+        rows = unit.type is BlockType.TABLE  # a table is cut between its rows, never inside one
+        spans = self._line_spans(unit.source, start, end, inner, cut_long_lines=not rows)
+        if inner_first is not None and spans and spans[0][2] > inner_first > 0 and not rows:
             # Even the first line is too long to go with the lead-in: cut it, as any over-long line.
             s0, e0, t0 = spans[0]
             spans[:1] = self._split(unit.source, s0, e0, t0, inner_first, _WORD_LEVEL, [])
@@ -114,11 +115,13 @@ class _Splitter:
             return None
         units: list[_Unit] = []
         for k, (s, e, _) in enumerate(pieces):
-            piece = _Unit(unit.source, s, e, 0, unit.type, unit.block_id, True, prefix, suffix)
+            # the block's title (``title="app.py"``) is read once, above its first piece
+            opening = prefix if k == 0 or unit.type is not BlockType.CODE else _untitled(prefix)
+            piece = _Unit(unit.source, s, e, 0, unit.type, unit.block_id, True, opening, suffix)
             piece = replace(piece, tokens=self.counter.count(piece.text))
             limit = first_budget if k == 0 and first_budget is not None else budget
             overshoot = piece.tokens - limit
-            if overshoot > 0 and len(pieces) > 1:
+            if overshoot > 0 and len(pieces) > 1 and not (rows and "\n" not in unit.source[s:e]):
                 # The line-by-line estimate missed a BPE merge: cut this piece again, a little smaller.
                 again = self._split_atomic(piece, budget - overshoot, limit - overshoot if k == 0 else None)
                 if again is not None:
@@ -129,9 +132,11 @@ class _Splitter:
             self.split_blocks.add(unit.block_id)
         return units
 
-    def _line_spans(self, text: str, start: int, end: int, budget: int) -> list[tuple[int, int, int]]:
+    def _line_spans(self, text: str, start: int, end: int, budget: int,
+                    cut_long_lines: bool = True) -> list[tuple[int, int, int]]:
         """The non-blank lines of text[start:end] with their token counts, indentation kept; a line
-        over ``budget`` is cut like prose (words, then token slices)."""
+        over ``budget`` is cut like prose (words, then token slices) when `cut_long_lines` (a table row
+        never is: it stays whole, a piece of its own over the budget if it must)."""
         spans: list[tuple[int, int, int]] = []
         pos = start
         while pos < end:
@@ -139,7 +144,7 @@ class _Splitter:
             stop = end if stop < 0 else stop
             if text[pos:stop].strip():
                 tokens = self.counter.count(text[pos:stop])
-                if tokens > budget:
+                if tokens > budget and cut_long_lines:
                     pieces = self._split(text, pos, stop, tokens, budget, _WORD_LEVEL, [])
                     indent = len(text[pos:stop]) - len(text[pos:stop].lstrip())
                     if indent and pieces and pieces[0][0] == pos + indent:
@@ -176,6 +181,19 @@ def _frame(unit: _Unit) -> tuple[str, str, int, int]:
     # like the opening one, without its list marker).
     indent = _LIST_MARKER.sub(lambda m: " " * len(m.group()), fence[1])
     return text[: first_end + 1], f"\n{indent}{fence[2]}", first_end + 1, len(text)
+
+
+def _untitled(opening: str) -> str:
+    """A code block's opening fence line without what follows its language (a title, a file name,
+    highlighted lines): ```` ```python title="app.py" {3} ```` -> ```` ```python ````."""
+    fence = _FENCE.match(opening)
+    if fence is None:
+        return opening
+    rest = opening[fence.end():]
+    language = rest.split(None, 1)[0] if rest.strip() and not rest.lstrip().startswith(("{", "[")) else ""
+    if "=" in language or language.startswith(("{", "[")):
+        language = ""
+    return f"{fence.group(0)}{language}\n" if opening.endswith("\n") else f"{fence.group(0)}{language}"
 
 
 def _pack_lines(
