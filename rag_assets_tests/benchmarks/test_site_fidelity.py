@@ -152,3 +152,11 @@ def test_without_canonical_links_the_base_path_comes_from_our_urls_of_the_same_s
     summary = sf.measure(pages, {}, chunks, tmp_path / "repo", "docs", base)["summary"]
     assert (summary["base_path"], summary["base_path_from"], summary["url_equals_route"]) == ("/proj", "our urls", 1.0)
     assert summary["page_precision"] == summary["page_recall"] == 1.0
+
+
+def test_a_footnote_is_text_and_a_code_block_shows_its_links_whole():
+    text = ("Numbers[^1] grew.\n\n[^1]:\n    We collected feedback.\n[^2]: Also this.\n[ref]: https://x.dev/y\n\n"
+            "``` markdown\n[![Badge](https://img.shields.io/badge/x)](https://x.dev/)\n```")
+    assert sw.words(sw.reader_markdown(text)) == ["numbers", "1", "grew", "we", "collected", "feedback", "also", "this",
+                                                   "badge", "https", "img", "shields", "io", "badge", "x",
+                                                   "https", "x", "dev"]
