@@ -17,10 +17,14 @@ Definitions (what the numbers mean):
   the default locale and the version the site serves by default, never 404, tag, search, blog-list or
   generated category pages. Per generator: Docusaurus: `html.docs-doc-page` pages without a version
   banner (the default version of each docs plugin: the newest of versions.json unless the config says
-  otherwise; `docs/` at /docs/next/ is then "unreleased", not default), `html.blog-post-page` and
+  otherwise; `docs/` at /docs/next/ is then "unreleased", not default; with --all-versions every
+  version the build holds, to measure `RAG_VERSIONS=all`), `html.blog-post-page` and
   `html.mdx-page` (a markdown page of src/pages); Starlight: pages with `.sl-markdown-content` whose
-  <html lang> starts with --lang; MkDocs (material): pages with `article.md-content__inner`, less the
-  blog plugin's generated index/archive/category pages (they have no edit link).
+  <html lang> starts with --lang; MkDocs (material): pages with `article.md-content__inner` and an
+  edit link (Material shows one on every page built from a markdown file), so neither the blog plugin's
+  views (its index, archive, category and pagination pages: lists of other pages' excerpts, no edit
+  link) nor a landing page whose template renders no content (Material's `template: home.html`: an
+  empty article, no edit link) nor a `template: redirect.html` page (no article: a refresh) is one.
 * A page's source file: Docusaurus from the build's own route metadata (`.docusaurus/**.json`:
   `source` + `permalink`), else the page's "edit this page" link (path after `/edit/<branch>/`,
   matched to a file of REPO_ROOT).
@@ -50,6 +54,16 @@ Definitions (what the numbers mean):
   / published pages. `url == route`: share of matched pages whose `url` (or `route`) metadata equals
   the built route after normalisation (no trailing slash, no index.html, no site origin); "n/a" when
   no chunk carries one.
+* A built page's route is the path it is published at: the site's base path, then its file's path in
+  the build (`setup/index.html` -> `/setup`). A local build writes the site at the output folder's root
+  whatever its base path (MkDocs' `site_url` path, Docusaurus' `baseUrl`, Astro's `base` only change the
+  links), so the base path is read from the build itself: the path each page's `<link rel="canonical">`
+  (written from the site's configured URL) has before its file's path, when most pages that have one
+  agree (mkdocs-material: `https://squidfunk.github.io/mkdocs-material/setup/` for `setup/index.html`
+  gives `/mkdocs-material`); a build without canonical links takes it from our own `url`s: the prefix
+  most of the pages matched by their source have before their built path. `--base-path` says it
+  instead. The report's summary names it and where it came from (`base_path`, `base_path_from`). The
+  Docusaurus route metadata (`.docusaurus/**.json` permalinks) already includes `baseUrl`.
 
 Limits: text a theme renders from the site's own code (data-driven components, contributor lists) is
 in the build and can't be in the markdown; a component's hidden non-tab content is left out; MDX
@@ -82,10 +96,14 @@ from site_words import Node, compare, find_all, indexed_words, parse_html, visib
 
 @dataclass
 class BuiltPage:
-    route: str
+    route: str  # the path it is published at: the base path, then `file_route`
     kind: str
     text: str
     source: str | None = None
+    file_route: str = ""  # its path in the build output
+
+    def __post_init__(self):
+        self.file_route = self.file_route or self.route
 
 
 def normalize_route(url: str) -> str:
@@ -99,6 +117,36 @@ def _route_of(html_file: Path, built: Path) -> str:
     return normalize_route("/" + str(html_file.relative_to(built)).replace(os.sep, "/"))
 
 
+def _canonical_prefix(root: Node, route: str) -> str | None:
+    """The path a page's canonical URL has before its file's route ("" when none), None without one or when
+    the canonical URL does not end in the page's route (a page published somewhere else)."""
+    link = next((n for n in find_all(root, "link") if "canonical" in n.attrs.get("rel", "").split()), None)
+    if link is None or not link.attrs.get("href"):
+        return None
+    return prefix_before(normalize_route(link.attrs["href"]), route)
+
+
+def prefix_before(published: str, route: str) -> str | None:
+    """The path `published` has before `route` ("" when they are equal), None when it does not end in it."""
+    if route == "/":
+        return "" if published == "/" else published
+    if published == route:
+        return ""
+    return published[: -len(route)] if published.endswith(route) else None
+
+
+def base_path_of(prefixes: Counter) -> str:
+    """The base path most pages agree on ("" when they do not: more than half must)."""
+    if not prefixes:
+        return ""
+    prefix, count = prefixes.most_common(1)[0]
+    return prefix if count * 2 > sum(prefixes.values()) else ""
+
+
+def with_base(base: str, route: str) -> str:
+    return normalize_route(base.rstrip("/") + route) if base else route
+
+
 def _edit_source(root: Node) -> str | None:
     for a in find_all(root, "a"):
         m = re.search(r"/edit/[^/]+/(.+)$", a.attrs.get("href", ""))
@@ -107,12 +155,12 @@ def _edit_source(root: Node) -> str | None:
     return None
 
 
-def _docusaurus_page(root: Node) -> tuple[str, Node | None, str]:
+def _docusaurus_page(root: Node, all_versions: bool = False) -> tuple[str, Node | None, str]:
     html = next(iter(find_all(root, "html")), None)
     classes = html.classes if html else set()
     if "docs-doc-page" in classes:
         if find_all(root, cls="theme-doc-version-banner"):
-            return "other-version", None, ""
+            return "other-version", next(iter(find_all(root, cls="theme-doc-markdown")), None) if all_versions else None, ""
         body = next(iter(find_all(root, cls="theme-doc-markdown")), None)
         return "docs", body, ""
     if "blog-post-page" in classes:
@@ -140,15 +188,22 @@ def _mkdocs_page(root: Node) -> tuple[str, Node | None, str]:
     return "docs", body, ""
 
 
-def built_pages(built: Path, generator: str, lang: str = "en", drop: frozenset[str] = frozenset()) -> tuple[list[BuiltPage], Counter]:
-    pages, skipped = [], Counter()
+def built_pages(built: Path, generator: str, lang: str = "en", drop: frozenset[str] = frozenset(),
+                base_path: str | None = None, all_versions: bool = False) -> tuple[list[BuiltPage], Counter, str | None]:
+    """The published pages (routes under the base path: `base_path`, else the one the canonical links
+    agree on), the pages skipped by kind, and the base path used (None: no canonical link says one).
+    `all_versions`: a Docusaurus page of another version than the default is published too."""
+    pages, skipped, prefixes = [], Counter(), Counter()
     for html_file in sorted(built.rglob("*.html")):
         route = _route_of(html_file, built)
         if route == "/404" or route.endswith("/404"):
             continue
         root = parse_html(html_file.read_text(encoding="utf-8", errors="replace"))
+        prefix = _canonical_prefix(root, route)
+        if prefix is not None:
+            prefixes[prefix] += 1
         if generator == "docusaurus":
-            kind, body, head = _docusaurus_page(root)
+            kind, body, head = _docusaurus_page(root, all_versions)
         elif generator == "starlight":
             kind, body, head = _starlight_page(root, lang)
         else:
@@ -157,7 +212,14 @@ def built_pages(built: Path, generator: str, lang: str = "en", drop: frozenset[s
             skipped[kind or "not a markdown page"] += 1
             continue
         pages.append(BuiltPage(route, kind, (head + "\n" + visible_text(body, drop)).strip(), _edit_source(root)))
-    return pages, skipped
+    base = base_path if base_path is not None else (base_path_of(prefixes) if prefixes else None)
+    set_base(pages, base or "")
+    return pages, skipped, base
+
+
+def set_base(pages: list[BuiltPage], base: str) -> None:
+    for page in pages:
+        page.route = with_base(base, page.file_route)
 
 
 def docusaurus_sources(docusaurus_dir: Path) -> dict[str, str]:
@@ -256,19 +318,25 @@ COMPONENT = re.compile(r"<([A-Z][\w.]*)")
 
 
 def measure(pages: list[BuiltPage], route_sources: dict[str, str], chunks: list[dict], repo: Path,
-            content_root: str = "") -> dict:
+            content_root: str = "", base_path: str | None = "") -> dict:
+    """`base_path`: the site's base path (None: unknown, then the prefix our own `url`s have before the
+    built path of the pages matched by their source, when most agree)."""
     repo_files = {str(p.relative_to(repo)).replace(os.sep, "/") for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
     lower = {f.lower(): f for f in repo_files}
-    truth = {}
     for page in pages:
-        page.source = (resolve_source(route_sources.get(page.route) or page.source, repo_files)
-                       or source_from_route(page.route, content_root, lower))
-        truth[page.route] = page
-    by_source = {p.source: p for p in truth.values() if p.source}
-    all_sources = {resolve_source(s, repo_files): r for r, s in route_sources.items()}  # incl. other versions
+        page.source = (resolve_source(route_sources.get(page.route) or route_sources.get(page.file_route) or page.source,
+                                      repo_files)
+                       or source_from_route(page.file_route, content_root, lower))
     docs: dict[str, list[dict]] = {}
     for chunk in chunks:
         docs.setdefault(chunk["meta"].get("doc_path", "?"), []).append(chunk)
+    base_from = "given or the build's canonical links"
+    if base_path is None:
+        base_path, base_from = base_path_from_urls(pages, docs), "our urls"
+        set_base(pages, base_path)
+    truth = {page.route: page for page in pages}
+    by_source = {p.source: p for p in truth.values() if p.source}
+    all_sources = {resolve_source(s, repo_files): r for r, s in route_sources.items()}  # incl. other versions
     has_url = any("url" in c["meta"] or "route" in c["meta"] for c in chunks)
     matched: dict[str, str] = {}  # doc_path -> route
     unpublished = []
@@ -308,6 +376,7 @@ def measure(pages: list[BuiltPage], route_sources: dict[str, str], chunks: list[
     precisions = [p["precision"] if p["precision"] is not None else 0.0 for p in per_page]
     indexed_pages = len(docs)
     summary = {
+        "base_path": base_path, "base_path_from": base_from,
         "published_pages": len(truth), "published_by_kind": dict(Counter(p.kind for p in truth.values())),
         "published_without_source": sum(1 for p in truth.values() if not p.source),
         "indexed_pages": indexed_pages, "indexed_chunks": len(chunks), "matched_pages": len(matched),
@@ -323,6 +392,21 @@ def measure(pages: list[BuiltPage], route_sources: dict[str, str], chunks: list[
     worst = sorted(per_page, key=lambda p: (p["recall"] or 0) + (p["precision"] or 0))
     return {"summary": summary, "worst_pages": worst[:40], "pages": sorted(per_page, key=lambda p: p["route"]),
             "unpublished_indexed": sorted(unpublished, key=lambda u: u["doc_path"]), "published_missed": missed}
+
+
+def base_path_from_urls(pages: list[BuiltPage], docs: dict[str, list[dict]]) -> str:
+    """The prefix most of our pages' `url`s (or `route`s) have before the built path of the page with the
+    same source ("" when they do not agree)."""
+    by_source = {p.source: p for p in pages if p.source}
+    prefixes: Counter = Counter()
+    for doc_path, doc_chunks in docs.items():
+        url = doc_chunks[0]["meta"].get("url") or doc_chunks[0]["meta"].get("route")
+        page = by_source.get(doc_path)
+        if url and page is not None:
+            prefix = prefix_before(normalize_route(url), page.file_route)
+            if prefix is not None:
+                prefixes[prefix] += 1
+    return base_path_of(prefixes)
 
 
 def table_row(name: str, s: dict) -> str:
@@ -342,6 +426,10 @@ def main() -> None:
     parser.add_argument("--site-prefix", default="", help="the site folder inside the repository, when not its root")
     parser.add_argument("--content-root", help="the folder routes are relative to, for pages without a named "
                         "source (default: src/content/docs, docs)")
+    parser.add_argument("--base-path", help="the site's base path (default: from the build's canonical links, "
+                        "else from our urls)")
+    parser.add_argument("--all-versions", action="store_true",
+                        help="every version the build holds is published (Docusaurus; measure RAG_VERSIONS=all)")
     parser.add_argument("--lang", default="en", help="the default locale (Starlight: <html lang> prefix)")
     parser.add_argument("--drop-class", action="append", default=[],
                         help="leave out elements of this class: what the site's layout adds to every page of a kind, "
@@ -354,7 +442,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=Path, help="a chunks.json dump of an earlier run (no ingest)")
     args = parser.parse_args()
     repo = args.repo.resolve()
-    pages, skipped = built_pages(args.built.resolve(), args.generator, args.lang, frozenset(args.drop_class))
+    pages, skipped, base = built_pages(args.built.resolve(), args.generator, args.lang, frozenset(args.drop_class),
+                                       args.base_path, args.all_versions)
     route_sources = {}
     if args.docusaurus_dir:
         prefix = args.site_prefix.strip("/") + "/" if args.site_prefix else ""
@@ -369,7 +458,7 @@ def main() -> None:
     else:
         ingest, chunks, wall = ingest_and_dump(args.python, repo, args.workdir.resolve(), dict(e.split("=", 1) for e in args.env))
     content_root = args.content_root if args.content_root is not None else CONTENT_ROOTS[args.generator]
-    report = measure(pages, route_sources, chunks, repo, content_root)
+    report = measure(pages, route_sources, chunks, repo, content_root, base)
     report["summary"].update(name=args.name or repo.name, generator=args.generator, built_pages_skipped=dict(skipped),
                              ingest_wall_seconds=round(wall, 1) if wall else None,
                              ingest_left_out=ingest.get("left_out"), python=args.python, dropped_classes=args.drop_class)

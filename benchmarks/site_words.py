@@ -140,7 +140,8 @@ TITLE_ATTR = re.compile(r"""title\s*=\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
 IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^)]*\))*\)")
 REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
-REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+.*$", re.M)
+REF_DEF = re.compile(r"^\s{0,3}\[(?!\^)[^\]]+\]:\s+\S+.*$", re.M)  # not a footnote: [^1]: is text
+FOOTNOTE_DEF = re.compile(r"^(\s{0,3})\[\^[^\]]+\]:", re.M)  # its label: the build numbers the list
 LIST_NUMBER = re.compile(r"^(\s*(?:>\s*)*)\d{1,9}[.)](?=\s)")  # an ordered list's marker: the browser draws it
 TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
@@ -165,18 +166,35 @@ def fence_roles(text: str) -> list[str]:
 
 def reader_markdown(text: str) -> str:
     """A chunk's markdown as words a reader could see: fence info strings (but a `title=`), link and
-    image destinations, reference definitions and ordered-list numbers dropped; everything else kept as written."""
-    lines = []
+    image destinations, reference definitions and ordered-list numbers dropped outside code (a code
+    block shows its links whole); a footnote's definition is its text (the build lists it); everything
+    else kept as written."""
+    out, prose = [], []
+
+    def flush() -> None:
+        if prose:
+            out.append(_prose_words("\n".join(prose)))
+            prose.clear()
+
     for line, where in zip(text.split("\n"), fence_roles(text)):
         if where == "open":
+            flush()
             title = TITLE_ATTR.search(FENCE_OPEN.match(line).group(3))
-            line = next(g for g in title.groups() if g is not None) if title else ""
+            out.append(next(g for g in title.groups() if g is not None) if title else "")
         elif where == "close":
-            line = ""
-        elif not where:
-            line = LIST_NUMBER.sub(r"\1", line)
-        lines.append(line)
-    text = "\n".join(lines)
+            flush()
+            out.append("")
+        elif where == "code":
+            flush()
+            out.append(line)
+        else:
+            prose.append(LIST_NUMBER.sub(r"\1", line))
+    flush()
+    return "\n".join(out)
+
+
+def _prose_words(text: str) -> str:
+    text = FOOTNOTE_DEF.sub(r"\1", text)
     text = REF_DEF.sub("", text)
     text = IMAGE.sub(r"\1", text)
     text = LINK.sub(r"\1", text)

@@ -10,7 +10,7 @@ from typing import Any
 
 # the version of what a page says of itself as the catalog keeps it (rag_assets.ingest.page_facts): facts
 # of another version are read again, once, from the page
-FACTS_VERSION = "v2"
+FACTS_VERSION = "v3"
 
 
 @dataclass(frozen=True)

@@ -63,13 +63,18 @@ class Layout:
     def language_of(self, doc_path: str) -> str:
         return self.languages.get(doc_path, "")
 
-    def generator_of(self, doc_path: str) -> str:
-        """The generator of the site a page belongs to ("" outside every site)."""
+    def site_of(self, doc_path: str) -> Site | None:
+        """The site a page belongs to (the deepest whose folder holds it; None outside every site)."""
         best = None
         for site in self.sites:
             if _under(doc_path, site.root) is not None and (best is None or len(site.root) > len(best.root)):
                 best = site
-        return best.generator if best else ""
+        return best
+
+    def generator_of(self, doc_path: str) -> str:
+        """The generator of the site a page belongs to ("" outside every site)."""
+        site = self.site_of(doc_path)
+        return site.generator if site else ""
 
     def lists(self, code: str) -> bool:
         return any(same_language(code, listed) for listed in self.locales)

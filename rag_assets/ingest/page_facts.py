@@ -28,11 +28,18 @@ frontmatter               generator                                          rea
 future publish date       Hugo (``publishDate``, else ``pubdate``,           ``scheduled``
                           ``published``, ``date``)
 past expiry date          Hugo (``expiryDate``, else ``unpublishdate``)      ``expired``
+``template: X``           MkDocs, when X only redirects (Material's          ``redirect``
+                          ``redirect.html``, or such a template of the
+                          site's ``custom_dir``)
+``template: X``           MkDocs, when X renders none of the page's          ``not_rendered``
+                          markdown (a landing page's ``home.html`` with
+                          ``{% block content %}{% endblock %}``)
 ========================  =================================================  ==================
 
 The key names are the generators' own and mean nothing else, so they apply to every page; the dates only
 to a Hugo site's pages (or pages with Hugo's TOML/JSON frontmatter): a Docusaurus blog post dated
-tomorrow is published. ``draft``, ``noindex`` and ``hidden`` are the corpus's RAG_SKIP_FRONTMATTER_KEYS.
+tomorrow is published; ``template`` only to an MkDocs site's pages, by what its theme's templates do
+(rag_assets.ingest.page_templates: read once per site, given here). ``draft``, ``noindex`` and ``hidden`` are the corpus's RAG_SKIP_FRONTMATTER_KEYS.
 """
 
 from __future__ import annotations
@@ -40,10 +47,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from rag_assets.errors import DocumentError
-from rag_assets.ingest import frontmatter, text_language
+from rag_assets.ingest import frontmatter, page_templates, text_language
 from rag_assets.models import FACTS_VERSION
 from rag_assets.vocabulary.languages import normalise
 
@@ -51,6 +58,7 @@ UNLISTED = "unlisted"
 SEARCH_EXCLUDED = "search_excluded"
 HEADLESS = "headless"
 NOT_RENDERED = "not_rendered"
+REDIRECT = "redirect"
 SCHEDULED = "scheduled"
 EXPIRED = "expired"
 
@@ -59,12 +67,12 @@ _OWN_FLAGS = ("draft", "noindex", "hidden", "unlisted", "headless")
 MAX_OTHER_FLAGS = 32
 # frontmatter paths (lower case) recorded with the value they have, whatever it is
 _SAID = ("unlisted", "pagefind", "search", "search.exclude", "headless", "build.render", "build.list",
-         "publishdate", "pubdate", "published", "date", "expirydate", "unpublishdate")
+         "publishdate", "pubdate", "published", "date", "expirydate", "unpublishdate", "template")
 _PUBLISH_KEYS = ("publishdate", "pubdate", "published", "date")  # Hugo's default order
 _EXPIRY_KEYS = ("expirydate", "unpublishdate")
 _TRUE = {"true", "yes", "on", "1"}
 _KEY = re.compile(r"^[a-z0-9_.-]{1,40}$")
-_VALUE_CHARS = re.compile(r"[^0-9A-Za-z:+._ -]")
+_VALUE_CHARS = re.compile(r"[^0-9A-Za-z:+._/ -]")
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,7 @@ class PageFacts:
     header: str = ""  # the frontmatter's format: yaml | toml | json | ""
 
     def format(self) -> str:
-        """As the catalog stores it: ``v2|lang=|named=|text=en|hint=en|flags=draft|said=pagefind=false|fm=yaml``."""
+        """As the catalog stores it: ``v3|lang=|named=|text=en|hint=en|flags=draft|said=pagefind=false|fm=yaml``."""
         said = ";".join(f"{k}={v}" for k, v in self.said)
         return (f"{FACTS_VERSION}|lang={self.declared}|named={self.named}|text={self.detected}|hint={self.hint}"
                 f"|flags={','.join(self.flags)}|said={said}|fm={self.header}")
@@ -164,8 +172,17 @@ def _said(meta: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(said)
 
 
-def exclusion(facts: PageFacts, generator: str, now: dt.datetime | None = None) -> str | None:
-    """Why the page's generator does not publish it or its site's search leaves it out; None when neither."""
+def exclusion(facts: PageFacts, generator: str, now: dt.datetime | None = None,
+              templates: Mapping[str, str] | None = None) -> str | None:
+    """Why the page's generator does not publish it or its site's search leaves it out; None when neither.
+    `templates`: an MkDocs site's templates that show no page (rag_assets.ingest.page_templates)."""
+    template = facts.says("template").strip("/")
+    if template and templates and generator == "mkdocs":
+        kind = templates.get(template)
+        if kind == page_templates.REDIRECT:
+            return REDIRECT
+        if kind == page_templates.NO_CONTENT:
+            return NOT_RENDERED
     if facts.says("unlisted") == "true" or facts.says("build.list") in ("never", "false"):
         return UNLISTED
     if facts.says("pagefind") == "false" or facts.says("search") == "false" or facts.says("search.exclude") == "true":

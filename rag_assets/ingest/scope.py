@@ -110,7 +110,8 @@ def apply(refs: Sequence[DocumentRef], layout: languages.Layout, scope: ScopeSet
             continue
         reason = next((f for f in scope.skip_keys if f in fact.flags), None) if skip else None
         if reason is None and scope.ignore_files:  # the generator's rules
-            reason = page_facts.exclusion(fact, layout.generator_of(ref.doc_path), now)
+            site = layout.site_of(ref.doc_path)
+            reason = page_facts.exclusion(fact, site.generator if site else "", now, site.templates if site else None)
         if reason:
             out.left_out[ref.doc_path] = reason
         elif wanted and language != languages.UNDETERMINED and not any(languages.same_language(language, w) for w in wanted):

@@ -19,6 +19,9 @@ A folder is often a whole documentation repository, not just its pages. Left out
   MkDocs, ``src/content/docs`` of Starlight, ``content`` of Hugo, VitePress' ``srcDir``, Docusaurus'
   content plugins' folders, a Docusaurus site's own root files such as README.md); ``page_resource``: a
   markdown file inside a Hugo leaf bundle (a folder with ``index.md``), a resource of that page;
+  ``listing_page``: a page whose build is a listing of other pages, its own markdown only the list's header:
+  the index of Material for MkDocs' blog (``<blog_dir>/index.md`` of each ``blog`` plugin, "the entry point
+  to your blog – a paginated view listing all posts", each post a page of its own);
   ``generator``: the generators' default ignored names (Mintlify's ``node_modules``, ``build``,
   ``README.md``…; ``node_modules``, ``build``, ``dist``; MkDocs' ``.*`` and ``/templates/``; test folders);
 - ``older_version`` / ``unreleased_version`` / ``unpublished_version``: the folders of versions the
@@ -53,12 +56,13 @@ ERROR_PAGE = "error_page"
 SITE_EXCLUDE = "site_exclude"
 OUTSIDE_CONTENT = "outside_content"
 PAGE_RESOURCE = "page_resource"
+LISTING_PAGE = "listing_page"
 DRAFT = "draft"
 HIDDEN = "hidden"
 EXCLUDE = "exclude"
 NOT_INCLUDED = "not_included"
 # the generators' own reasons, asked in this order (the first that says wins)
-_GENERATOR_REASONS = (GENERATOR, PARTIAL, ERROR_PAGE, SITE_EXCLUDE)
+_GENERATOR_REASONS = (GENERATOR, PARTIAL, ERROR_PAGE, SITE_EXCLUDE, LISTING_PAGE)
 
 IGNORE_FILES = {".gitignore": GITIGNORE, ".mintignore": MINTIGNORE, ".ragignore": RAGIGNORE}
 
@@ -238,6 +242,7 @@ class SiteRules:
             drafts = config.get("draft_docs")
             if isinstance(drafts, str) and _spec(drafts.splitlines()):
                 self.drafts.sets.append((content, _spec(drafts.splitlines())))
+            self._add(LISTING_PAGE, content, [f"/{_rel(blog, 'index.md')}" for blog in _mkdocs_blogs(config)])
         elif generator == "hugo":
             self._bundles.extend(site.content)
 
@@ -350,6 +355,20 @@ def _globs(patterns) -> list[str]:
             pattern = "/" + pattern
         lines.append(("!" if negated else "") + pattern)
     return lines
+
+
+def _mkdocs_blogs(config: dict) -> list[str]:
+    """The `blog_dir` of each Material blog plugin the MkDocs configuration turns on ("" = the docs folder)."""
+    plugins = config.get("plugins")
+    blogs = []
+    for entry in plugins if isinstance(plugins, list) else [plugins] if isinstance(plugins, dict) else []:
+        for name, options in (entry.items() if isinstance(entry, dict) else [(entry, None)]):
+            options = options if isinstance(options, dict) else {}
+            if name not in ("blog", "material/blog") or options.get("enabled", True) is False:
+                continue
+            blog_dir = PurePosixPath(str(options.get("blog_dir") or "blog").strip("/") or ".").as_posix()
+            blogs.append("" if blog_dir == "." else blog_dir)
+    return blogs
 
 
 def _starlight_says(config: dict, key: str) -> bool:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from rag_assets.ingest.page_templates import mkdocs_templates
 from rag_assets.ingest.script_config import SCRIPT_SUFFIXES, Call, read_script_config, unwrap
 
 # folders never looked into, even to count what they hold: tool caches, never documentation
@@ -43,6 +44,8 @@ class Site:
     # left out as Astro's legacy collections leave them; the glob loader of `src/content.config.*` reads them
     legacy_collections: bool = field(default=False, compare=False)
     config_file: str = field(default="", compare=False)  # the configuration read, relative to the site's root
+    # MkDocs: the templates a page may name that show none of its markdown (rag_assets.ingest.page_templates)
+    templates: dict = field(default_factory=dict, hash=False, compare=False)
 
 
 def rel(base: str, name: str) -> str:
@@ -111,7 +114,8 @@ def _site_at(directory: Path, here: str, entries: dict) -> Site | None:
         config = _read_yaml(directory / ("mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml"))
         docs_dir = str(config.get("docs_dir") or "docs").strip("/")
         return Site("mkdocs", here, (rel(here, docs_dir),), config,
-                    config_file="mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml")
+                    config_file="mkdocs.yml" if "mkdocs.yml" in names else "mkdocs.yaml",
+                    templates=mkdocs_templates(directory, config))
     hugo = next((n for n in ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json") if n in names), None)
     if hugo is None and "config.toml" in names and "content" in names and "archetypes" in names:
         hugo = "config.toml"

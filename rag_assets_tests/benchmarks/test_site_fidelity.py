@@ -72,10 +72,13 @@ def test_docusaurus_pages_of_another_version_are_not_published(tmp_path):
     (tmp_path / "docs" / "intro" / "index.html").write_text(page.format(v="1.0", banner=""))
     (tmp_path / "docs" / "next" / "intro" / "index.html").write_text(
         page.format(v="current", banner='<div class="theme-doc-version-banner">unreleased</div>'))
-    pages, skipped = sf.built_pages(tmp_path, "docusaurus")
+    pages, skipped, _ = sf.built_pages(tmp_path, "docusaurus")
     assert [(p.route, p.text.split(), p.source) for p in pages] == [("/docs/intro", ["Intro", "Hello"], "docs/intro.md")]
     assert skipped == {"other-version": 1}
     assert sf.normalize_route("https://site.dev/docs/intro/index.html") == "/docs/intro"
+    # measuring RAG_VERSIONS=all: every version the build holds is published
+    pages, skipped, _ = sf.built_pages(tmp_path, "docusaurus", all_versions=True)
+    assert sorted((p.route, p.kind) for p in pages) == [("/docs/intro", "docs"), ("/docs/next/intro", "other-version")]
 
 
 def test_a_fence_shown_inside_a_longer_fence_is_code_not_an_info_string():
@@ -105,3 +108,55 @@ def test_another_table_with_the_same_header_is_not_a_repeat():
     second = {"text": "| Method | Description |\n| :-: | :-: |\n| GET | Fetch |", "meta": {"chunk_index": 1}}
     assert sw.indexed_words([first, second], "") == ["method", "description", "get", "fetch", "then", "centered",
                                                      "method", "description", "get", "fetch"]
+
+
+MKDOCS_PAGE = ('<html><head>{canonical}</head><body><article class="md-content__inner md-typeset">'
+               '<a href="https://github.com/o/r/edit/master/docs/{source}" class="md-content__button">Edit</a>'
+               '<h1>{title}</h1><p>Text</p></article></body></html>')
+
+
+def _mkdocs_build(tmp_path, canonical_origin):
+    for folder, source in (("", "index.md"), ("setup", "setup.md")):
+        (tmp_path / "site" / folder).mkdir(parents=True, exist_ok=True)
+        link = f'<link href={canonical_origin}{folder + "/" if folder else ""} rel=canonical>' if canonical_origin else ""
+        (tmp_path / "site" / folder / "index.html").write_text(MKDOCS_PAGE.format(canonical=link, source=source, title=source))
+    return tmp_path / "site"
+
+
+def test_a_build_written_at_its_root_is_published_under_the_base_path_its_canonical_links_name(tmp_path):
+    """mkdocs build writes the site at the output folder's root; site_url's path is where it is published."""
+    built = _mkdocs_build(tmp_path, "https://o.github.io/proj/")
+    pages, _, base = sf.built_pages(built, "mkdocs")
+    assert base == "/proj"
+    assert sorted((p.route, p.file_route) for p in pages) == [("/proj", "/"), ("/proj/setup", "/setup")]
+    # our url (the published one) equals the route; the base path said outright wins
+    (tmp_path / "repo" / "docs").mkdir(parents=True)
+    for name in ("index.md", "setup.md"):
+        (tmp_path / "repo" / "docs" / name).write_text("# " + name + "\n\nText\n")
+    chunks = [{"text": "Text", "meta": {"doc_path": "docs/setup.md", "title": "setup.md", "chunk_index": 0,
+                                         "url": "https://o.github.io/proj/setup/"}}]
+    report = sf.measure(pages, {}, chunks, tmp_path / "repo", "docs", base)
+    assert report["summary"]["url_equals_route"] == 1.0 and report["summary"]["base_path"] == "/proj"
+    assert [p.route for p in sf.built_pages(built, "mkdocs", base_path="")[0]] == ["/", "/setup"]
+
+
+def test_without_canonical_links_the_base_path_comes_from_our_urls_of_the_same_sources(tmp_path):
+    built = _mkdocs_build(tmp_path, "")
+    pages, _, base = sf.built_pages(built, "mkdocs")
+    assert base is None and sorted(p.route for p in pages) == ["/", "/setup"]
+    (tmp_path / "repo" / "docs").mkdir(parents=True)
+    chunks = []
+    for name, url in (("index.md", "https://o.github.io/proj/"), ("setup.md", "https://o.github.io/proj/setup/")):
+        (tmp_path / "repo" / "docs" / name).write_text("# " + name + "\n\nText\n")
+        chunks.append({"text": "Text", "meta": {"doc_path": "docs/" + name, "title": name, "chunk_index": 0, "url": url}})
+    summary = sf.measure(pages, {}, chunks, tmp_path / "repo", "docs", base)["summary"]
+    assert (summary["base_path"], summary["base_path_from"], summary["url_equals_route"]) == ("/proj", "our urls", 1.0)
+    assert summary["page_precision"] == summary["page_recall"] == 1.0
+
+
+def test_a_footnote_is_text_and_a_code_block_shows_its_links_whole():
+    text = ("Numbers[^1] grew.\n\n[^1]:\n    We collected feedback.\n[^2]: Also this.\n[ref]: https://x.dev/y\n\n"
+            "``` markdown\n[![Badge](https://img.shields.io/badge/x)](https://x.dev/)\n```")
+    assert sw.words(sw.reader_markdown(text)) == ["numbers", "1", "grew", "we", "collected", "feedback", "also", "this",
+                                                   "badge", "https", "img", "shields", "io", "badge", "x",
+                                                   "https", "x", "dev"]

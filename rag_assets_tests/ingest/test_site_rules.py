@@ -196,3 +196,19 @@ def test_docusaurus_content_plugins_their_excludes_and_the_folders_no_plugin_rea
     assert left_out == {"docs/a.wip.md": "site_exclude", "docs/internal/x.md": "site_exclude",
                         "blog/post.md": "outside_content", "meetup/2024.md": "outside_content",
                         "src/pages/404.md": "error_page", "src/pages/_part.md": "partial"}
+
+
+def test_a_material_blog_index_is_a_listing_of_its_posts_not_a_page(tmp_path):
+    """Material's blog plugin builds `<blog_dir>/index.md` as "a paginated view listing all posts": each post
+    is a page; the index is left out by name (each instance of the plugin, its own blog_dir)."""
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: x\ntheme:\n  name: material\nplugins:\n  - search\n  - blog\n"
+        "  - material/blog:\n      blog_dir: ./news/\n  - blog:\n      blog_dir: off\n      enabled: false\n")
+    for page in ("docs/index.md", "docs/blog/index.md", "docs/blog/posts/hello.md", "docs/news/index.md",
+                 "docs/news/posts/a.md", "docs/off/index.md", "docs/guide/index.md"):
+        write(tmp_path, page)
+    pages, left_out = found(tmp_path)
+    assert left_out == {"docs/blog/index.md": "listing_page", "docs/news/index.md": "listing_page"}
+    assert "docs/blog/posts/hello.md" in pages and "docs/off/index.md" in pages and "docs/guide/index.md" in pages
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\nplugins:\n  - search\n")  # no blog: an index is a page
+    assert found(tmp_path)[1] == {}
