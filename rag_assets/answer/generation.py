@@ -167,7 +167,7 @@ def check_chat_settings(settings: AnswerSettings) -> None:
         raise ConfigurationError(
             "OPENAI_API_KEY is not set, and answers need a chat model: export OPENAI_API_KEY=sk-... "
             "(for a local OpenAI-compatible server, any non-empty value plus OPENAI_BASE_URL=http://host:port/v1; "
-            f"the model is {ENV_VARS.get('chat_model', 'RAG_CHAT_MODEL')}, default {DEFAULT_CHAT_MODEL})"
+            f"the model is {ENV_VARS['chat_model']}, default {DEFAULT_CHAT_MODEL})"
         )
     checks = (
         ("chat_max_tokens", lambda v: isinstance(v, int) and v > 0, "a positive integer"),

@@ -53,7 +53,9 @@ def library_log_lines() -> None:
     logger = logging.getLogger("rag_assets")
     if any(isinstance(h, _StderrLines) for h in logger.handlers):
         return
-    wanted = os.environ.get("RAG_LOG_LEVEL", "").strip().upper()
+    from rag_assets.config import ENV_VARS
+
+    wanted = os.environ.get(ENV_VARS["log_level"], "").strip().upper()
     level = logging.getLevelName(wanted) if wanted else logging.WARNING
     handler = _StderrLines()
     handler.setFormatter(logging.Formatter("rag: %(message)s"))

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from rag_assets.config import Settings
+from rag_assets.config import ENV_VARS, Settings
 from rag_assets.corpus import DEFAULT_CORPUS, Corpus, find_corpus, new_corpus_for, owner_of, register, registered
 from rag_assets.errors import ConfigurationError
 
@@ -32,7 +32,7 @@ def select_corpus(name: str | None, folder: str | None, *, create: bool, new_nam
     base = Settings.from_env(env)
     if new_name is not None:
         return _named_corpus(new_name, name, folder, base)
-    if name == DEFAULT_CORPUS or (name is None and folder is None and not env.get("RAG_DOCS_DIR")):
+    if name == DEFAULT_CORPUS or (name is None and folder is None and not env.get(ENV_VARS["docs_dir"])):
         return Corpus()
     # the registry and the default index are read first: the project's components only when they
     # are needed, since looking at them imports Dagster (a no-op `rag ingest` answers without it)

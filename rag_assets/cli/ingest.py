@@ -107,13 +107,14 @@ def scope_flags(args, env: dict[str, str]) -> dict[str, str]:
     """--languages / --versions / --include / --exclude: this command's RAG_LANGUAGES / RAG_VERSIONS /
     RAG_INCLUDE / RAG_EXCLUDE over env (the settings the CLI resolves at its edge; the settings validate them)."""
     env = dict(env)
-    if getattr(args, "languages", None):
-        env["RAG_LANGUAGES"] = args.languages
-    if getattr(args, "versions", None):
-        env["RAG_VERSIONS"] = args.versions
-    for flag, var in (("include", "RAG_INCLUDE"), ("exclude", "RAG_EXCLUDE")):
+    from rag_assets.config import ENV_VARS
+
+    for flag in ("languages", "versions"):
         if getattr(args, flag, None):
-            env[var] = ";".join(getattr(args, flag))
+            env[ENV_VARS[flag]] = getattr(args, flag)
+    for flag in ("include", "exclude"):
+        if getattr(args, flag, None):
+            env[ENV_VARS[flag]] = ";".join(getattr(args, flag))
     return env
 
 

@@ -24,7 +24,7 @@ from typing import NoReturn
 from rag_assets.cli import ask, corpora, evaluate, ingest, query, serve, ui, watch
 from rag_assets.cli.common import EXIT_PARTIAL, EXIT_USAGE, UsageError
 from rag_assets.cli.process_exit import exit_process
-from rag_assets.config import apply_offline_defaults
+from rag_assets.config import apply_offline_defaults, switch
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.process_start import imports_without_gc
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    debug = args.debug or os.environ.get("RAG_DEBUG", "").lower() in ("1", "true", "yes")
+    debug = args.debug or bool(switch("debug"))
     try:
         across = list(dict.fromkeys([*([args.corpus] if args.corpus else []), *(getattr(args, "query_corpora", None) or []),
                                      *([args.sub_corpus] if getattr(args, "sub_corpus", None) else [])]))
@@ -112,7 +112,7 @@ def _chosen_corpus(args):
     the command's flags over it (--languages, --versions, --include, --exclude; for the default corpus
     --docs-dir and --collection). The runs it starts get them with the corpus (runs.corpus_definitions,
     and run config for the runs it launches): os.environ is never written."""
-    from rag_assets.config import Settings
+    from rag_assets.config import ENV_VARS, Settings
 
     docs_dir = getattr(args, "docs_dir", None)
     env = ingest.scope_flags(args, dict(os.environ))
@@ -122,12 +122,12 @@ def _chosen_corpus(args):
         corpus = select_corpus(args.corpus, docs_dir, create=args.command in ("ingest", "ingest-doc"),
                                new_name=getattr(args, "name", None), env=env)
     if corpus.is_default and docs_dir:
-        env["RAG_DOCS_DIR"] = str(Path(docs_dir).resolve())
+        env[ENV_VARS["docs_dir"]] = str(Path(docs_dir).resolve())
     if getattr(args, "collection", None):
         if not corpus.is_default:
             raise ConfigurationError(f"corpus {corpus.name} has its own collection; --collection "
                                      "applies to the default corpus only")
-        env["RAG_COLLECTION"] = args.collection
+        env[ENV_VARS["collection"]] = args.collection
     return corpus.over(Settings.from_env(env))
 
 

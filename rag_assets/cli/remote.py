@@ -7,7 +7,6 @@ answers for this corpus: the caller then runs the query itself, with the same ou
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,12 @@ class ServerRefused(Exception):
 
 def find_server(names: list[str]) -> tuple[str, str | None] | None:
     """(base URL, token) of a server for these corpora (none named: the default corpus), or None."""
-    from rag_assets.config import Settings
+    from rag_assets.config import Settings, switch
 
-    if os.environ.get("RAG_NO_SERVER", "").lower() in ("1", "true", "yes"):
+    if switch("no_server"):
         return None
-    token = os.environ.get("RAG_SERVE_TOKEN") or None
-    explicit = os.environ.get("RAG_SERVER_URL")
+    token = switch("serve_token") or None
+    explicit = switch("server_url")
     if explicit:
         return explicit.rstrip("/"), token
     try:

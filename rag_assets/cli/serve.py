@@ -72,7 +72,9 @@ def run_serve(args) -> int:
     server_environment()
     from rag_assets.serving.runner import check_bind, configure_logging, serve
 
-    token = os.environ.get("RAG_SERVE_TOKEN") or None
+    from rag_assets.config import switch
+
+    token = switch("serve_token") or None
     check_bind(args.host, token)  # before anything loads
     configure_logging(args.log_queries)
     return serve(_service(args), args.host, args.port, token=token, log_queries=args.log_queries)

@@ -26,7 +26,9 @@ import time
 import uuid
 from pathlib import Path
 
-SESSION_ENV = "RAG_UI_SESSION"
+from rag_assets.config import SWITCHES
+
+SESSION_ENV = SWITCHES["ui_session"].env
 STOP_SECONDS = 30.0  # for `dagster dev` to stop its webserver, daemon and code server after a signal
 WORKER_GRACE_SECONDS = 15.0  # for a run worker it left behind to cancel its run after SIGINT
 

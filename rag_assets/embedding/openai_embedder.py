@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from rag_assets.config import DEFAULT_OPENAI_MODEL, EmbeddingSettings
+from rag_assets.config import DEFAULT_OPENAI_MODEL, ENV_VARS, EmbeddingSettings
 from rag_assets.embedding.base import l2_normalise
 from rag_assets.errors import ConfigurationError, EmbeddingError, EmbeddingServiceUnavailable
 from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
@@ -190,7 +190,8 @@ class OpenAIEmbedder:
         self._counter: TokenCounter | None = None
         self._lock = threading.Lock()
         self._not_before = 0.0  # monotonic time before which no worker sends (rate-limit gate)
-        endpoint = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_ENDPOINT
+        # the endpoint the client talks to: with no base_url, the openai client reads OPENAI_BASE_URL itself
+        endpoint = self.base_url or os.environ.get(ENV_VARS["openai_base_url"]) or DEFAULT_ENDPOINT
         self._breaker = CircuitBreaker(_host(endpoint), breaker_failures, breaker_cooldown_seconds)
 
     @classmethod

@@ -23,20 +23,23 @@ from pathlib import Path
 
 import click
 import dagster as dg
+import pydantic
 from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
 
-from rag_assets.config import Settings
+from rag_assets.config import CORPUS_SETTINGS, SETTING_TYPES, Settings, declared_setting
 from rag_assets.corpus import DEFAULT_CORPUS, Corpus, SettingsSource, resolve_settings, validate_name
 from rag_assets.errors import ConfigurationError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 log = logging.getLogger(__name__)
-# the Settings fields a component may set, besides its name and folder
-SETTINGS_FIELDS = ("chunk_min_tokens", "chunk_target_tokens", "chunk_max_tokens", "chunk_overlap_tokens",
-                   "embedder", "embedding_model", "required_metadata", "doc_types", "default_doc_type",
-                   "index_snippets", "include", "exclude", "ignore_files", "skip_frontmatter_keys", "languages",
-                   "default_language", "versions", "documents_per_run", "sensor_interval_seconds", "evaluation_interval_seconds",
-                   "eval_min_hybrid_recall_at_5", "retrieval_mode", "reconcile_cron")
+# the Settings fields a component may set, besides its name and folder: those declared `corpus=True`
+SETTINGS_FIELDS = CORPUS_SETTINGS
+# each one an optional attribute of the component (None: as the base settings say), typed and described
+# as its declaration says (rag_assets.config.settings)
+_CorpusSettings = pydantic.create_model(
+    "CorpusSettings", __base__=dg.Model,
+    **{name: (SETTING_TYPES[name] | None, pydantic.Field(None, description=declared_setting(name).doc))
+       for name in SETTINGS_FIELDS})
 
 
 class MarkdownCorpusScaffolder(dg.Scaffolder):
@@ -66,37 +69,14 @@ class MarkdownCorpusScaffolder(dg.Scaffolder):
 
 
 @scaffold_with(MarkdownCorpusScaffolder)
-class MarkdownCorpus(dg.Component, dg.Model, dg.Resolvable):
+class MarkdownCorpus(dg.Component, _CorpusSettings, dg.Resolvable):
     """A folder of markdown as an evaluated, always-current retrieval index: discovery, parsing,
     heading-aware chunks, embeddings, a Chroma collection and a keyword index of its own, a sensor
     that follows the folder, a nightly reconcile and an evaluation asset."""
 
     docs_dir: str | None = None  # the folder (relative to the project root); required but for `default`
     name: str | None = None  # the corpus name (asset key prefix, group); default: this component's folder name
-    chunk_min_tokens: int | None = None
-    chunk_target_tokens: int | None = None
-    chunk_max_tokens: int | None = None
-    chunk_overlap_tokens: int | None = None
-    embedder: str | None = None  # "local" | "openai"
-    embedding_model: str | None = None
-    required_metadata: str | None = None  # frontmatter keys every document must have: "source,doc_type"
-    doc_types: str | None = None
-    default_doc_type: str | None = None
-    index_snippets: bool | None = None
-    # scope (docs/pipeline.md#scope): globs in gitignore syntax, ";"-separated ("drafts/**;*.draft.md")
-    include: str | None = None
-    exclude: str | None = None
-    ignore_files: bool | None = None  # read .gitignore/.mintignore/.ragignore and the generator's rules
-    skip_frontmatter_keys: str | None = None  # "draft,noindex,hidden"
-    languages: str | None = None  # "default" | "all" | "en,es"
-    default_language: str | None = None  # "" = the generator's, else the most common
-    versions: str | None = None  # a versioned site's versions indexed: "current" | "all" | "2.0,1.9"
-    documents_per_run: int | None = None
-    sensor_interval_seconds: int | None = None
-    evaluation_interval_seconds: int | None = None
-    eval_min_hybrid_recall_at_5: float | None = None
-    retrieval_mode: str | None = None
-    reconcile_cron: str | None = None  # when its nightly_reconcile runs: "0 3 * * *"
+    # and every setting a corpus may set (_CorpusSettings: SETTINGS_FIELDS), e.g. chunk_max_tokens, languages
     eval_dir: str | None = None  # its labelled eval sets (*.jsonl; relative to the project root); default: its own folder
 
     def corpus(self, component_path: Path, project_root: Path, base: SettingsSource) -> Corpus:

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Mapping
 import dagster as dg
 from filelock import FileLock
 
+from rag_assets import config
 from rag_assets.config import Settings
 from rag_assets.corpus import Corpus
 from rag_assets.embedding import Embedder, shared_embedder
@@ -60,8 +61,9 @@ class RunSettingsResource(dg.ConfigurableResource):
         return corpus.over(corpus.base_settings().with_variables(self.variables)).settings()
 
 
-# the settings the CLI's flags may set (--docs-dir, --collection, --languages, --include, --exclude)
-LAUNCHED_SETTINGS = ("docs_dir", "collection", "languages", "versions", "include", "exclude")
+# the settings the CLI's flags may set (--docs-dir, --collection, --languages, --versions, --include,
+# --exclude): those declared `launched=True` (rag_assets.config.settings)
+LAUNCHED_SETTINGS = config.LAUNCHED_SETTINGS
 
 
 def run_settings_config(corpus: Corpus) -> dict:

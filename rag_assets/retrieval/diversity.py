@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
+from rag_assets.config import DEFAULTS
+
 T = TypeVar("T")
 
-DEFAULT_MAX_PER_PAGE = 4
+DEFAULT_MAX_PER_PAGE: int = DEFAULTS["max_results_per_page"]  # type: ignore[assignment]  # RAG_MAX_RESULTS_PER_PAGE's
 
 
 def diversify(

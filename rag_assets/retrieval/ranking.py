@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from rag_assets.config import DEFAULTS
 from rag_assets.retrieval.diversity import DEFAULT_MAX_PER_PAGE, diversify
 from rag_assets.retrieval.fusion import (
     CONFIDENT_GAP_DENSE,
@@ -52,10 +53,11 @@ class Candidate:
 
 @dataclass(frozen=True)
 class RankingConfig:
-    fusion: FusionMethod = FusionMethod.CONVEX
-    dense_weight: float = 1.0
-    keyword_weight: float = 1.0
-    rrf_k: int = 60
+    # the settings' defaults (rag_assets.config.settings: RAG_FUSION, RAG_*_WEIGHT, RAG_RRF_K, ...)
+    fusion: FusionMethod = FusionMethod.parse(DEFAULTS["fusion"])  # type: ignore[arg-type]
+    dense_weight: float = DEFAULTS["dense_weight"]  # type: ignore[assignment]
+    keyword_weight: float = DEFAULTS["keyword_weight"]  # type: ignore[assignment]
+    rrf_k: int = DEFAULTS["rrf_k"]  # type: ignore[assignment]
     adaptive: bool = True  # rrf only: per-query list weights
     heading_weight: float = DEFAULT_HEADING_WEIGHT
     max_per_page: int = DEFAULT_MAX_PER_PAGE

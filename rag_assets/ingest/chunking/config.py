@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_assets.config import DEFAULTS, chunk_sizes_problem
+
 
 @dataclass(frozen=True)
 class ChunkingConfig:
-    min_tokens: int = 40
-    target_tokens: int = 100  # the defaults of Settings (rag_assets.config)
-    max_tokens: int = 140
-    overlap_tokens: int = 0
+    # the defaults of the settings (rag_assets.config.settings: RAG_CHUNK_*_TOKENS)
+    min_tokens: int = DEFAULTS["chunk_min_tokens"]  # type: ignore[assignment]
+    target_tokens: int = DEFAULTS["chunk_target_tokens"]  # type: ignore[assignment]
+    max_tokens: int = DEFAULTS["chunk_max_tokens"]  # type: ignore[assignment]
+    overlap_tokens: int = DEFAULTS["chunk_overlap_tokens"]  # type: ignore[assignment]
 
     @classmethod
     def from_settings(cls, chunking) -> "ChunkingConfig":
@@ -19,12 +22,10 @@ class ChunkingConfig:
                    chunking.chunk_overlap_tokens)
 
     def __post_init__(self) -> None:
-        if not 0 < self.max_tokens:
-            raise ValueError("max_tokens must be positive")
-        if not 0 <= self.min_tokens <= self.target_tokens <= self.max_tokens:
-            raise ValueError("need 0 <= min_tokens <= target_tokens <= max_tokens")
-        if not 0 <= self.overlap_tokens < self.max_tokens:
-            raise ValueError("need 0 <= overlap_tokens < max_tokens")
+        # the settings' one rule for chunk sizes (the overlap under half the maximum)
+        problem = chunk_sizes_problem(self.min_tokens, self.target_tokens, self.max_tokens, self.overlap_tokens)
+        if problem:
+            raise ValueError(problem)
 
 
 @dataclass
