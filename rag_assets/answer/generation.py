@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rag_assets.config import ENV_VARS, AnswerSettings
+from rag_assets.config import DEFAULTS, ENV_VARS, AnswerSettings
 from rag_assets.errors import ConfigurationError, RagError
 from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
 from rag_assets.vocabulary.site import url_of
@@ -191,10 +191,10 @@ class ChatLLM:
         model: str = DEFAULT_CHAT_MODEL,
         *,
         base_url: str | None = None,
-        temperature: float = 0.3,
-        max_tokens: int = 1500,
-        max_retries: int = 3,
-        timeout_seconds: float = 60.0,
+        temperature: float = DEFAULTS["chat_temperature"],
+        max_tokens: int = DEFAULTS["chat_max_tokens"],
+        max_retries: int = DEFAULTS["chat_max_retries"],
+        timeout_seconds: float = DEFAULTS["chat_timeout_seconds"],
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
     ):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from rag_assets.config.declaration import declared
 from rag_assets.config.settings import DATA_FOLDERS, Settings
@@ -15,7 +15,7 @@ from rag_assets.errors import ConfigurationError
 # field name -> environment variable
 ENV_VARS: dict[str, str] = {f.name: declared(f).env for f in fields(Settings)}
 _TYPES = {f.name: f.type for f in fields(Settings)}
-DEFAULTS: dict[str, object] = {f.name: f.default for f in fields(Settings)}
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 
 
 def from_env(cls: type[Settings], env: Mapping[str, str] | None, overrides: dict) -> Settings:

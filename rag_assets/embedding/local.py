@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from rag_assets.config import DEFAULTS
 from rag_assets.embedding.base import l2_normalise
 from rag_assets.errors import EmbeddingError
 
@@ -48,7 +49,7 @@ class MiniLMOnnxEmbedder:
     dimension: int = DIMENSION
     max_input_tokens: int = MAX_INPUT_TOKENS
 
-    def __init__(self, batch_size: int = 32, *, model_path: Path | None = None, num_threads: int | None = None):
+    def __init__(self, batch_size: int = DEFAULTS["embed_batch_size"], *, model_path: Path | None = None, num_threads: int | None = None):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.batch_size = batch_size

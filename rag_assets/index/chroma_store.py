@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rag_assets.config import DEFAULTS
 from rag_assets.errors import (ConfigurationError, DimensionMismatchError, VectorDBUnavailableError, VectorDBWriteError,
                                VectorStoreFullError)
 from rag_assets.models import Chunk
@@ -98,8 +99,8 @@ class ChromaStore:
         *,
         path: Path | None = None,
         host: str | None = None,
-        port: int = 8000,
-        collection: str = "rag_chunks",
+        port: int = DEFAULTS["chroma_port"],
+        collection: str = DEFAULTS["collection"],
         embedding_model: str,
         dimension: int,
     ):

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from dataclasses import replace as dc_replace
 
+from rag_assets.config import DEFAULTS
 from rag_assets.ingest import languages, scope as scope_mod, site_urls, snippets
 from rag_assets.ingest.discovery import DocumentTooLarge, _fingerprint, iter_markdown_files, site_rules_for, walked_doc_path
 from rag_assets.ingest.scope import ScopeSettings
@@ -71,7 +72,7 @@ def detect_changes(
     docs_dir: Path,
     cursor: str | Mapping | None,
     *,
-    max_file_bytes: int = 5_000_000,
+    max_file_bytes: int = DEFAULTS["max_file_bytes"],
     settle_seconds: float = DEFAULT_SETTLE_SECONDS,
     now: float | None = None,
     wait: bool = False,

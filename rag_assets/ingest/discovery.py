@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from rag_assets.config import DEFAULTS
 from rag_assets.ingest import languages, scope as scope_mod, site_urls, snippets
 from rag_assets.ingest.files import DocumentTooLarge, NotARegularFile, check_regular_file, open_regular  # noqa: F401 - callers import them from here too
 from rag_assets.ingest.scope import ScopeSettings
@@ -56,7 +57,7 @@ class StatLook:
     _rules: SiteRules | None = field(default=None, repr=False)
 
 
-def stat_look(docs_dir: Path, max_file_bytes: int = 5_000_000, scope: ScopeSettings | None = None) -> StatLook:
+def stat_look(docs_dir: Path, max_file_bytes: int = DEFAULTS["max_file_bytes"], scope: ScopeSettings | None = None) -> StatLook:
     """The walk and one stat per file (0.5 s at 100,000 files, against ~1.3 s for the stored catalog
     and discover() against it)."""
     left_out: dict[str, str] = {}
@@ -91,7 +92,7 @@ def stat_look_of(catalog: Catalog) -> StatLook | None:
                     list(catalog.errors))
 
 
-def discover(docs_dir: Path, *, max_file_bytes: int = 5_000_000, known: Catalog | None = None,
+def discover(docs_dir: Path, *, max_file_bytes: int = DEFAULTS["max_file_bytes"], known: Catalog | None = None,
              index_snippets: bool = False, looked: StatLook | None = None, scope: ScopeSettings | None = None) -> Catalog:
     """Every markdown page in scope, fingerprinted. With `known` (an earlier catalog), a file whose size,
     mtime and inode match its earlier fingerprint is not read again. Snippet files (what makes one:
@@ -364,7 +365,7 @@ def _fingerprint(path: Path | str, doc_path: str, max_file_bytes: int) -> Docume
 
 
 def fingerprint_file(
-    docs_dir: Path, doc_path: str, *, max_file_bytes: int = 5_000_000, known: DocumentRef | None = None
+    docs_dir: Path, doc_path: str, *, max_file_bytes: int = DEFAULTS["max_file_bytes"], known: DocumentRef | None = None
 ) -> DocumentRef:
     """Re-fingerprint one known document now (a run must act on the file as it is, not as it was
     when the catalog was taken). With `known` (the last fingerprint of this path), a file whose

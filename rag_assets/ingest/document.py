@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from rag_assets.config import DEFAULTS
 from rag_assets.errors import DocumentError, RagError
 from rag_assets.ingest import document_metadata, frontmatter, ids, markdown, reader_text, snippets
 from rag_assets.ingest.chunking import ChunkingConfig, ChunkingStats, chunk_document
@@ -34,7 +35,7 @@ class ParseSettings:
     what its site renders (`site_text`: the sites of the docs folder, looked at once per settings)."""
 
     policy: MetadataPolicy = field(default_factory=MetadataPolicy)
-    max_file_bytes: int = 5_000_000
+    max_file_bytes: int = DEFAULTS["max_file_bytes"]
     site_text: SiteText = field(default_factory=SiteText, compare=False, repr=False)
 
     @classmethod

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from rag_assets.config import DEFAULTS
 from rag_assets.errors import DocumentError
 from rag_assets.ingest import mdx
 from rag_assets.ingest.import_aliases import SITE_ALIAS, ImportAliases
@@ -145,7 +146,7 @@ def _snippet_folder_test(root: Path | None):
 
 
 def apply_to_catalog(refs: list[DocumentRef], index_snippets: bool,
-                     max_file_bytes: int = 5_000_000) -> tuple[list[DocumentRef], list[str]]:
+                     max_file_bytes: int = DEFAULTS["max_file_bytes"]) -> tuple[list[DocumentRef], list[str]]:
     """(pages, snippet files left out): refs with content hashes that cover their imports; snippet
     files are pages too only when `index_snippets`."""
     imports_of = {r.doc_path: r.imports for r in refs}
@@ -165,7 +166,7 @@ class ImportGraph:
     `read_closure`, so a page's content hash covers exactly the files its parse stage reads."""
 
     def __init__(self, root: Path | None, imports_of: Mapping[str, str], hash_of: Mapping[str, str],
-                 max_file_bytes: int = 5_000_000):
+                 max_file_bytes: int = DEFAULTS["max_file_bytes"]):
         self.root = root.resolve() if root is not None else None
         self.imports_of = imports_of
         self._hashes = dict(hash_of)
@@ -287,7 +288,7 @@ def docs_root(ref: DocumentRef) -> Path:
     return path
 
 
-def render_page(doc: ParsedDocument, ref: DocumentRef, max_file_bytes: int = 5_000_000) -> tuple[ParsedDocument, dict]:
+def render_page(doc: ParsedDocument, ref: DocumentRef, max_file_bytes: int = DEFAULTS["max_file_bytes"]) -> tuple[ParsedDocument, dict]:
     """The parsed page with its MDX rendered (rag_assets.ingest.mdx) and its snippets expanded from
     exactly the bytes its content hash covers; stats for the stage's metadata. Malformed MDX never
     fails the page: it degrades to text, with a warning naming the file."""

@@ -76,7 +76,7 @@ def get_encoding(name: str = "cl100k_base", cache_dir: str | None = None) -> tik
 def _default_cache_dir() -> Path:
     from rag_assets.config import DEFAULTS, ENV_VARS
 
-    return Path(os.environ.get(ENV_VARS["cache_dir"]) or DEFAULTS["cache_dir"]).resolve() / "tiktoken"  # type: ignore[arg-type]
+    return Path(os.environ.get(ENV_VARS["cache_dir"]) or DEFAULTS["cache_dir"]).resolve() / "tiktoken"
 
 
 class TokenCounter:

@@ -19,7 +19,7 @@ from rag_assets.config import DEFAULTS
 
 T = TypeVar("T")
 
-DEFAULT_MAX_PER_PAGE: int = DEFAULTS["max_results_per_page"]  # type: ignore[assignment]  # RAG_MAX_RESULTS_PER_PAGE's
+DEFAULT_MAX_PER_PAGE: int = DEFAULTS["max_results_per_page"]  # RAG_MAX_RESULTS_PER_PAGE's
 
 
 def diversify(

@@ -24,6 +24,7 @@ from typing import Hashable, Sequence, TypeVar
 
 import numpy as np
 
+from rag_assets.config import DEFAULTS
 from rag_assets.vocabulary.modes import FusionMethod  # noqa: F401  (the names of the rules below)
 
 T = TypeVar("T", bound=Hashable)
@@ -98,7 +99,7 @@ def keep_within(order: list[T], item: T, place: int = KEEP_WITHIN) -> list[T]:
 def rrf(
     rankings: Sequence[Sequence[T]],
     weights: Sequence[float] | None = None,
-    k: int = 60,
+    k: int = DEFAULTS["rrf_k"],
 ) -> list[tuple[T, float]]:
     """Fuse ranked lists of ids (best first) into one list of (id, fused score), best first.
 

@@ -54,10 +54,10 @@ class Candidate:
 @dataclass(frozen=True)
 class RankingConfig:
     # the settings' defaults (rag_assets.config.settings: RAG_FUSION, RAG_*_WEIGHT, RAG_RRF_K, ...)
-    fusion: FusionMethod = FusionMethod.parse(DEFAULTS["fusion"])  # type: ignore[arg-type]
-    dense_weight: float = DEFAULTS["dense_weight"]  # type: ignore[assignment]
-    keyword_weight: float = DEFAULTS["keyword_weight"]  # type: ignore[assignment]
-    rrf_k: int = DEFAULTS["rrf_k"]  # type: ignore[assignment]
+    fusion: FusionMethod = FusionMethod.parse(DEFAULTS["fusion"])
+    dense_weight: float = DEFAULTS["dense_weight"]
+    keyword_weight: float = DEFAULTS["keyword_weight"]
+    rrf_k: int = DEFAULTS["rrf_k"]
     adaptive: bool = True  # rrf only: per-query list weights
     heading_weight: float = DEFAULT_HEADING_WEIGHT
     max_per_page: int = DEFAULT_MAX_PER_PAGE

@@ -22,7 +22,7 @@ from rag_assets.retrieval.fusion import standardise
 
 RESCORE_DEPTH = 30
 # RAG_HEADING_WEIGHT's default (why that value: its declaration, rag_assets.config.settings)
-DEFAULT_HEADING_WEIGHT: float = DEFAULTS["heading_weight"]  # type: ignore[assignment]
+DEFAULT_HEADING_WEIGHT: float = DEFAULTS["heading_weight"]
 
 
 def rescore(fused: np.ndarray, heading: np.ndarray, heading_weight: float = DEFAULT_HEADING_WEIGHT) -> np.ndarray:

@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from rag_assets.config import DEFAULTS
 from rag_assets.index.generation import EMPTY, current_generation
 from rag_assets.retrieval import bm25
 from rag_assets.retrieval.snapshot_builds import FolderBuilds, builds_for, follows
@@ -49,7 +50,7 @@ from rag_assets.retrieval.terms import function_terms, query_terms
 log = logging.getLogger(__name__)
 
 # Extra times a chunk's header is counted in the BM25 index (see the module docstring).
-DEFAULT_HEADING_REPEATS = 3
+DEFAULT_HEADING_REPEATS: int = DEFAULTS["keyword_heading_repeats"]  # RAG_KEYWORD_HEADING_REPEATS'
 _VIEWS_KEPT = 2  # the live view and the one before (a query's context is read from its own)
 _TERMS_KEPT = 64  # queries whose terms a view keeps (a query asks for them once per list it scores)
 _ATTEMPTS = 5  # reads of CURRENT when segments are collected under a reader's feet

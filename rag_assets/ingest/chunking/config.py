@@ -10,10 +10,10 @@ from rag_assets.config import DEFAULTS, chunk_sizes_problem
 @dataclass(frozen=True)
 class ChunkingConfig:
     # the defaults of the settings (rag_assets.config.settings: RAG_CHUNK_*_TOKENS)
-    min_tokens: int = DEFAULTS["chunk_min_tokens"]  # type: ignore[assignment]
-    target_tokens: int = DEFAULTS["chunk_target_tokens"]  # type: ignore[assignment]
-    max_tokens: int = DEFAULTS["chunk_max_tokens"]  # type: ignore[assignment]
-    overlap_tokens: int = DEFAULTS["chunk_overlap_tokens"]  # type: ignore[assignment]
+    min_tokens: int = DEFAULTS["chunk_min_tokens"]
+    target_tokens: int = DEFAULTS["chunk_target_tokens"]
+    max_tokens: int = DEFAULTS["chunk_max_tokens"]
+    overlap_tokens: int = DEFAULTS["chunk_overlap_tokens"]
 
     @classmethod
     def from_settings(cls, chunking) -> "ChunkingConfig":
