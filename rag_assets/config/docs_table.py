@@ -44,7 +44,7 @@ def table() -> str:
         for f, spec in specs:
             if spec.group == group:
                 default = spec.shown_default if spec.shown_default is not None else shown(f.default)
-                rows.append(f"| `{spec.env}` | {default} | `{group}` | {'yes' if spec.corpus else ''} | {spec.doc} |")
+                rows.append(f"| `{spec.env}` | {default} | `{group}` | {f'`{f.name}`' if spec.corpus else ''} | {spec.doc} |")
     for switch in SWITCHES.values():
         rows.append(f"| `{switch.env}` | unset | process switch | | {switch.doc} |")
     return "\n".join(rows) + "\n"
