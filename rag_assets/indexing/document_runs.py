@@ -101,11 +101,12 @@ def _run_workers(
 
 
 def not_current(instance, settings, stages: StageStore, todo: Sequence[DocumentRef], corpus: CorpusDefinitions
-                 ) -> tuple[list[DocumentRef], list[DocumentRef], int]:
+                 ) -> tuple[list[DocumentRef], list[DocumentRef], int, set[str]]:
     """After the runs, the documents that are not indexed at their version as the folder holds it
     now: (failed: a recorded failure of this version, pending: no failure, e.g. saved during the
-    run or left by a failed or interrupted run, and how many vanished meanwhile: neither, the next
-    catalog run removes them)."""
+    run or left by a failed or interrupted run, how many vanished meanwhile: neither, the next
+    catalog run removes them, and the documents judged by the staleness rule: those read again and
+    asked about; the no-op token trusts this judgement rather than asking once more)."""
     now, vanished = [], 0
     for ref in todo:
         try:
@@ -116,18 +117,18 @@ def not_current(instance, settings, stages: StageStore, todo: Sequence[DocumentR
         except (OSError, DocumentTooLarge):
             continue
     if not now:
-        return [], [], vanished
+        return [], [], vanished, set()
     try:
         stale = {r.doc_path for r in documents_to_run(instance, now, stages, corpus)}
     except VectorDBUnavailableError:
         # the store went away (a Chroma server killed mid-run): judge by the recorded failures alone
         failures = stages.failures([r.doc_path for r in now])
-        return [r for r in now if failures.get(r.doc_path, {}).get("source_hash") == r.content_hash], [], vanished
+        return [r for r in now if failures.get(r.doc_path, {}).get("source_hash") == r.content_hash], [], vanished, set()
     failures = stages.failures(sorted(stale)) if stale else {}
     failed, pending = [], []
     for ref in now:
         if ref.doc_path in stale:
             failure = failures.get(ref.doc_path)
             (failed if failure and failure["source_hash"] == ref.content_hash else pending).append(ref)
-    return failed, pending, vanished
+    return failed, pending, vanished, {r.doc_path for r in now}
 

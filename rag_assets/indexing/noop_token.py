@@ -13,11 +13,12 @@ from rag_assets.orchestration.noop_check import FolderLook, record_moved, record
 from .document_runs import documents_to_run
 
 def remember_if_current(instance, settings, stages: StageStore, corpus: CorpusDefinitions, catalog, todo, failed,
-                         pending, vanished: int, summary: IngestSummary, runs_at_start, look: FolderLook | None,
-                         partial: bool) -> None:
+                        pending, vanished: int, judged: set[str], summary: IngestSummary, runs_at_start,
+                        look: FolderLook | None, partial: bool) -> None:
     """After a whole-folder ingest: record the no-op token when every document is current now, so the
     next `rag ingest` can say so without Dagster (noop_check); with a moved-only look, the digests of
-    the documents that moved."""
+    the documents that moved. `failed`, `pending`, `vanished` and `judged`: the ingest's after-run
+    judgement of the documents it ran (document_runs.not_current)."""
     runs_state = run_storage_state()
     # The documents not run were current when this ingest began, and it holds the ingest lock
     # and the store's writer lock: only those it ran are read and checked again (at 100,000
@@ -33,10 +34,15 @@ def remember_if_current(instance, settings, stages: StageStore, corpus: CorpusDe
         now = replace(catalog, documents=[fresh.get(d.partition_key, d) for d in catalog.documents])
     else:
         now, partial = stages.read_catalog(), False
+    # Alone, with nothing vanished, the after-run judgement of every document run is the answer: it was
+    # made on the files as they are now, under both locks. Otherwise ask again: another run (the
+    # sensor's, the UI's) may have left any document stale, and a document the judgement could not
+    # read (or a store that went away during it) was not judged.
+    rejudge = not (alone and not vanished and ran <= judged)
     recheck = [d for d in now.documents if d.doc_path in ran] if alone else now.documents
     # a refused removal is not "current": the next `rag ingest` must look (and say so) again
     current = not summary.removal_refused and not failed and not pending and (
-        not todo or not documents_to_run(instance, recheck, stages, corpus))
+        not todo or not rejudge or not documents_to_run(instance, recheck, stages, corpus))
     if partial:  # the recorded digests, with the moved documents' as they are now
         record_moved(settings, stages, look, now.documents, runs_state if current else None)
     else:

@@ -219,16 +219,22 @@ def _ingest_locked(summary: IngestSummary, only_doc_paths: Sequence[str] | None,
         all_ran = run_documents(instance, todo, workers, settings, summary, corpus)
     except KeyboardInterrupt:  # between runs, in this code: as good as a stop noticed after a run
         summary.interrupted, all_ran = signal_name(watch), False
-    failed, pending, vanished = not_current(instance, settings, stages, todo, corpus)
+    # Staleness is judged once per ingest: above, to choose what to run. After the runs the documents
+    # run are read and judged again, for safety: a run may have failed or been stopped, and a file
+    # saved while its run read it is indexed at the old version (each stage acts on the file as it is
+    # then). That judgement is the ingest's last: the no-op token below trusts it. (Each stage's own
+    # "is this document's record current?" check, in ingest/stages.py, serves every run, the UI's
+    # and the sensor's too: it is what lets a run skip a stage, not a judgement of this ingest's.)
+    failed, pending, vanished, judged = not_current(instance, settings, stages, todo, corpus)
     changed = [r for r in pending if r.content_hash != before[r.doc_path]]
     if changed and all_ran and not summary.interrupted:
         # saved while the run read them: each stage acts on the file as it is, so a stage after
         # the edit skipped the new version. Once more for those, so the ingest ends current.
         all_ran = run_documents(instance, changed, 1, settings, summary, corpus, report_progress=False)
-        failed, pending, vanished = not_current(instance, settings, stages, todo, corpus)
+        failed, pending, vanished, judged = not_current(instance, settings, stages, todo, corpus)
     if only_doc_paths is None:
-        remember_if_current(instance, settings, stages, corpus, catalog, todo, failed, pending, vanished, summary,
-                             runs_at_start, look, partial)
+        remember_if_current(instance, settings, stages, corpus, catalog, todo, failed, pending, vanished, judged,
+                            summary, runs_at_start, look, partial)
     count_documents(summary, stages, todo, failed, pending, vanished, before, len(refused),
                      documents if only_doc_paths is None else len(refs))
     return summary

@@ -273,6 +273,17 @@ def _staleness_asks(monkeypatch) -> list[list[str]]:
     return asks
 
 
+def test_an_ingest_judges_the_documents_it_ran_once_after_its_runs(indexed, monkeypatch):
+    """Staleness is judged once to choose the work and once after the runs (a run may fail, a file may
+    be saved during its run); the no-op token trusts that judgement rather than asking a third time."""
+    _edit(indexed)
+    asks = _staleness_asks(monkeypatch)
+    summary = ingest()  # no look: the whole folder is judged to choose the work
+    assert summary.documents_processed == 1 and not summary.errors
+    assert asks == [["guide/evaluation.md", "guide/streaming.md", "rate-limits.md"], ["rate-limits.md"]], asks
+    assert quick() is not None, "the no-op token was recorded"
+
+
 def test_an_edit_after_everything_was_current_asks_only_about_what_changed(indexed, monkeypatch):
     _edit(indexed)
     _add(indexed)
