@@ -1,5 +1,6 @@
 """The corpus definitions cache: a corpus's Dagster objects (and its asset job) for the settings it
-carries, the code location's own when it loaded the same corpus over the same settings.
+carries, the code location's own when it loaded the same corpus over the same settings; and the code
+location's embedder and vector store, which the runs started in this process execute with.
 
 The CLI, `RAGPipeline.ingest` and the watcher run a corpus as they were told (`--docs-dir`,
 `--collection`, a pipeline over `Settings(...)`): the objects are built for those settings when they
