@@ -67,9 +67,10 @@ ONCE = textwrap.dedent('''
     from rag_assets import RAGPipeline
     RAGPipeline.from_settings()  # as in the processes above: what comes after is what the first ingest() adds
     t0 = time.perf_counter()
-    import rag_assets.orchestration.runs as runs
+    import rag_assets.indexing.service
+    from rag_assets.orchestration.instance import get_instance
     t1 = time.perf_counter()
-    runs.get_instance()
+    get_instance()
     t2 = time.perf_counter()
     from rag_assets.config import Settings
     from rag_assets.ingest.tokens import TokenCounter

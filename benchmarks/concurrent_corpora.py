@@ -79,7 +79,7 @@ def trial(work: Path, args, at_once: bool) -> dict:
     wall = time.time() - t0
 
     os.environ.update(env)
-    from rag_assets.orchestration.runs import get_instance
+    from rag_assets.orchestration.instance import get_instance
     from rag_assets.orchestration.sensors import CORPUS_TAG
 
     with get_instance() as instance:

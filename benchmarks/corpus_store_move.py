@@ -69,14 +69,15 @@ def old_way_ingest(docs: Path) -> dict:
 
     from rag_assets.config import Settings
     from rag_assets.corpus import Corpus, register
-    from rag_assets.orchestration import runs
+    from rag_assets.indexing import service
+    from rag_assets.orchestration.loaded_corpora import corpus_definitions
 
     settings = Settings.from_env()
     corpus = Corpus.named(NAME, docs, settings.corpora_dir, base=settings)
     register(corpus, settings.corpora_dir)
     Corpus.store_folder = lambda self: self.base_settings().chroma_path  # the layout before
-    runs.move_to_own_store = lambda corpus: None
-    return asdict(runs.ingest(corpus=runs.corpus_definitions(corpus)))
+    service.move_to_own_store = lambda corpus: None
+    return asdict(service.ingest(corpus=corpus_definitions(corpus)))
 
 
 def rag(*args: str) -> dict:

@@ -95,7 +95,7 @@ class RAGPipeline:
         found = None
         if corpus is not None:
             from rag_assets.corpus import find_corpus
-            from rag_assets.orchestration.component import known_corpora
+            from rag_assets.corpus_registry import known_corpora
 
             base = settings or Settings.from_env()  # the Python API's documented default: the environment, once
             found = find_corpus(corpus, base, known_corpora(base))
@@ -263,7 +263,7 @@ class RAGPipeline:
         document that cannot be indexed (over RAG_MAX_FILE_BYTES, missing RAG_REQUIRED_METADATA,
         failing in its run) is counted in ``documents_failed``, named in ``errors`` and leaves nothing
         behind; the others are indexed."""
-        from rag_assets.orchestration.code_documents import ingest_documents
+        from rag_assets.indexing.code_documents import ingest_documents
 
         return ingest_documents(self.corpus, documents)
 
@@ -315,7 +315,7 @@ class RAGPipeline:
         their files, then their chunks, in one catalog run. An explicit deletion is done however many
         documents it removes; DeletionRefusedError when other documents vanished from the folder too
         and the deletion guard keeps them (then nothing is deleted)."""
-        from rag_assets.orchestration.code_documents import delete_documents
+        from rag_assets.indexing.code_documents import delete_documents
 
         return delete_documents(self.corpus, ids)
 

@@ -96,7 +96,7 @@ def _named_corpus(new_name: str, name: str | None, folder: str | None, base: Set
 
 def _all_named(base: Settings) -> list[Corpus]:
     """The project's component corpora and the registered folders."""
-    from rag_assets.orchestration.component import known_corpora
+    from rag_assets.corpus_registry import known_corpora
 
     return known_corpora(base)
 
@@ -117,7 +117,8 @@ def corpus_rows() -> list[dict]:
     from rag_assets.index.chroma_store import collection_count
     from rag_assets.index.stage_store import INDEXED, StageStore
     from rag_assets.orchestration.definitions import CORPORA
-    from rag_assets.orchestration.runs import get_instance, last_ingest
+    from rag_assets.orchestration.instance import get_instance
+    from rag_assets.orchestration.run_records import last_ingest
 
     instance = get_instance()
 

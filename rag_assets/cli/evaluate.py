@@ -40,7 +40,7 @@ _EVAL_TABLE = ("section.hit@1", "section.precision@3", "section.recall@3", "sect
 def run(args) -> int:
     from rag_assets.evaluation.corpora import NO_EVAL_SET, SYNTHETIC_OFF, main_eval_sets, parse_eval_corpora
     from rag_assets.evaluation.test_set import is_test_set_json
-    from rag_assets.orchestration.runs import evaluate
+    from rag_assets.orchestration.evaluate_run import evaluate
 
     if args.test_set:
         if not Path(args.test_set).is_file():
@@ -63,7 +63,7 @@ def run(args) -> int:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such eval set: {path}")
     against = _load_against(args.against) if args.against else None  # UsageError before anything runs
-    from rag_assets.orchestration.runs import corpus_definitions
+    from rag_assets.orchestration.loaded_corpora import corpus_definitions
 
     outcome = evaluate(args.eval_set, args.top_k or None, corpus=corpus_definitions(args.corpus))
     if not outcome.success:

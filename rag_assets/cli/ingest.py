@@ -90,7 +90,8 @@ def _run_ingest(args) -> int:
 
         warming = warm_in_background(settings)
     with imports_without_gc():
-        from rag_assets.orchestration.runs import corpus_definitions, ingest
+        from rag_assets.indexing.service import ingest
+        from rag_assets.orchestration.loaded_corpora import corpus_definitions
         import chromadb  # noqa: F401 - the runs open the store: imported here, with the rest
 
     try:
@@ -140,7 +141,8 @@ def run_ingest_doc(args) -> int:
 
 
 def _run_ingest_doc(args) -> int:
-    from rag_assets.orchestration.runs import corpus_definitions, ingest
+    from rag_assets.indexing.service import ingest
+    from rag_assets.orchestration.loaded_corpora import corpus_definitions
 
     settings = args.corpus.settings()
     path = Path(args.path)

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 def _chosen_corpus(args):
     """The corpus the command works on, over the settings resolved here once: the environment with
     the command's flags over it (--languages, --versions, --include, --exclude; for the default corpus
-    --docs-dir and --collection). The runs it starts get them with the corpus (runs.corpus_definitions,
+    --docs-dir and --collection). The runs it starts get them with the corpus (loaded_corpora.corpus_definitions,
     and run config for the runs it launches): os.environ is never written."""
     from rag_assets.config import ENV_VARS, Settings
 

@@ -131,7 +131,7 @@ def run_across(args, names: list[str]) -> int:
     from rag_assets.corpus import find_corpus
     from rag_assets.embedding import embedder_key
     from rag_assets.errors import InvalidQueryError
-    from rag_assets.orchestration.component import known_corpora
+    from rag_assets.corpus_registry import known_corpora
     from rag_assets.pipeline import RAGPipeline
     from rag_assets.retrieval.across import merge_rankings
     from rag_assets.retrieval.result_fields import result_fields

@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from rag_assets.orchestration.runs import corpus_definitions, get_instance, index_resources
+    from rag_assets.orchestration.instance import get_instance
+    from rag_assets.orchestration.loaded_corpora import corpus_definitions, index_resources
     from rag_assets.orchestration.watch import DocsWatcher, GraphQLSubmitter
 
     settings = args.corpus.settings()

@@ -131,11 +131,3 @@ def component_corpora(base: SettingsSource, project_root: Path = PROJECT_ROOT) -
                 log.warning("skipping a corpus: %s", exc)
     return found
 
-
-def known_corpora(base: SettingsSource) -> list[Corpus]:
-    """Every named corpus, over the base settings: the project's components, then the folders
-    registered by `rag ingest --docs-dir` (under base.corpora_dir)."""
-    from rag_assets.corpus import registered
-
-    corpora_dir = resolve_settings(base).corpora_dir
-    return [c for c in [*component_corpora(base), *registered(corpora_dir, base)] if not c.is_default]

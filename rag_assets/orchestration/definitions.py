@@ -13,7 +13,7 @@ at load (the registry under RAG_CORPORA_DIR) are read once, here.
 
 Its module-level objects are the code location itself: Dagster loads `defs` from this module, once
 per process, and they are never changed afterwards (a corpus registered later, or the default one
-over the CLI's `--docs-dir`, is built by whoever needs it: runs.corpus_definitions)."""
+over the CLI's `--docs-dir`, is built by whoever needs it: loaded_corpora.corpus_definitions)."""
 
 from __future__ import annotations
 

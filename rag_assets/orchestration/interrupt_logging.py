@@ -8,7 +8,7 @@ interrupt: after the step stopped, before Dagster decides how the run ends. The 
 CANCELED, with this message, and its finished steps' work stays (stopping.py says why the signal
 reaches the step at all).
 
-Only the CLI's and RAGPipeline.ingest's in-process runs configure it (runs.py); a run launched from
+Only the CLI's and RAGPipeline.ingest's in-process runs configure it (orchestration.execution); a run launched from
 the UI or the daemon is cancelled by Dagster's own termination (status first, then the signal).
 """
 

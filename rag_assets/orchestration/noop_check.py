@@ -8,7 +8,7 @@ settings, the vector collection's id, the index generation, and the Dagster run 
 look at the folder and from those files, and when it matches (and no Dagster run is unfinished)
 answers "nothing changed" at once. Anything it cannot read for sure — a Dagster instance that is not
 the SQLite layout of this repo's dagster.yaml, a Chroma server, a missing token — means "don't
-know", and the full path (runs.ingest) decides, as before.
+know", and the full path (rag_assets.indexing.service.ingest) decides, as before.
 
 Why that is enough: every change to what is indexed happens in a Dagster run (a new run id), or
 comes from the folder (a new catalog digest), the configuration (a new settings digest) or a wiped

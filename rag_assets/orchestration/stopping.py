@@ -17,8 +17,8 @@ installed: `signal.set_wakeup_fd` has Python's own C-level handler write every s
 a pipe this module reads in a thread, before any Python-level handler runs. That records the first
 signal (the exit code: 130 for SIGINT, 143 for SIGTERM) even when Dagster forgets it, and lets a
 second one end the process at once. Between runs (the ingest's own code) SIGINT and SIGTERM raise
-KeyboardInterrupt, as Python's default SIGINT handler does. The run loop (runs.py) starts no run
-once a stop is asked for, and an interrupted run is marked CANCELING before Dagster ends it (its
+KeyboardInterrupt, as Python's default SIGINT handler does. The run loop (execution.py, and the ingest
+service, rag_assets.indexing) starts no run once a stop is asked for, and an interrupted run is marked CANCELING before Dagster ends it (its
 `rag_interrupt` logger, interrupt_logging.py), so it ends CANCELED: the user asked for it, it did
 not fail (an interrupt Dagster took outside any step, which it ends FAILURE "interrupted
 unexpectedly", is marked CANCELED after the run: interrupt_logging.cancel_if_stopped). Its finished stages' records are kept; its documents and those of the runs never started

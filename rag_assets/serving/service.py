@@ -73,7 +73,7 @@ class IndexService:
     def for_corpora(cls, base: Settings, names: list[str] | None = None, *, llm: ChatLLM | None = None) -> "IndexService":
         """The default corpus and every known one (components and registered folders), or `names`."""
         from rag_assets.corpus import find_corpus
-        from rag_assets.orchestration.component import known_corpora
+        from rag_assets.corpus_registry import known_corpora
 
         known = known_corpora(base)
         chosen = [find_corpus(n, base, known) for n in dict.fromkeys(names)] if names else [Corpus(base=base), *known]

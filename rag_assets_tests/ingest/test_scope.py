@@ -12,7 +12,7 @@ from rag_assets.embedding import load_embedder
 from rag_assets.index.chroma_store import ChromaStore
 from rag_assets.index.stage_store import StageStore
 from rag_assets.orchestration.noop_check import quick_noop
-from rag_assets.orchestration.runs import ingest
+from rag_assets.indexing.service import ingest
 
 SPANISH = {
     "es/guide/evaluation.md": "# Herramienta de evaluación\n\nLa herramienta de evaluación le permite comparar las "
@@ -64,7 +64,7 @@ def test_left_out_pages_are_counted_removed_when_they_leave_and_indexed_when_the
     assert noop is not None and noop.left_out == summary.left_out
     assert (noop.languages_from, noop.translations_left_out) == (summary.languages_from, sorted(SPANISH))
     import dagster as dg
-    from rag_assets.orchestration.runs import get_instance
+    from rag_assets.orchestration.instance import get_instance
 
     meta = get_instance().get_latest_materialization_event(dg.AssetKey("document_catalog")).asset_materialization.metadata
     assert meta["documents_left_out"].value == 5 and meta["left_out"].value == summary.left_out

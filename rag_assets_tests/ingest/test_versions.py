@@ -123,7 +123,7 @@ def test_an_index_made_before_places_were_kept_still_answers_and_gains_them(rag_
 
     from rag_assets import RAGPipeline, RetrieveRequest
     from rag_assets.index import state_db
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.indexing.service import ingest
 
     docs = rag_env / "docs"
     for path in list(docs.rglob("*.md")):

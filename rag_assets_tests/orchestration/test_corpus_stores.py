@@ -33,14 +33,15 @@ def rag(*args, codes=(0,)):
 
 def ingest_the_old_way(monkeypatch, name: str, folder) -> Corpus:
     """The corpus registered and ingested with its store where it used to be: the default corpus's."""
-    from rag_assets.orchestration.runs import corpus_definitions, ingest
+    from rag_assets.indexing.service import ingest
+    from rag_assets.orchestration.loaded_corpora import corpus_definitions
 
     settings = Settings.from_env()
     corpus = Corpus.named(name, folder, settings.corpora_dir, base=Settings.from_env)
     register(corpus, settings.corpora_dir)
     with monkeypatch.context() as old:
         old.setattr(Corpus, "store_folder", lambda self: self.base_settings().chroma_path)
-        old.setattr("rag_assets.orchestration.runs.move_to_own_store", lambda corpus: None)  # not yet written then
+        old.setattr("rag_assets.indexing.service.move_to_own_store", lambda corpus: None)  # not yet written then
         summary = ingest(corpus=corpus_definitions(corpus))
     assert summary.documents_failed == 0 and summary.documents_processed == len(list(folder.rglob("*.md")))
     return corpus

@@ -19,11 +19,12 @@ import pytest
 
 from rag_assets.config import Settings
 from rag_assets.index.locks import INGEST_LOCK_NAME
-from rag_assets.orchestration import runs as runs_module
+from rag_assets.indexing import document_runs, noop_token, service
 from rag_assets.orchestration.noop_check import (
     TOKEN_KEY, check_noop, quick_noop, record_noop_token, run_storage_state, sqlite_runs_db,
 )
-from rag_assets.orchestration.runs import get_instance, ingest
+from rag_assets.indexing.service import ingest
+from rag_assets.orchestration.instance import get_instance
 from rag_assets.index.stage_store import StageStore
 
 from rag_assets_tests.support.environment import subprocess_env
@@ -136,8 +137,8 @@ def test_every_kind_of_change_takes_the_full_path_which_then_restores_the_answer
         # the ingest starts from what the check saw: the folder is not walked a second time
         assert look is not None
         walks = []
-        walk = runs_module.discover_for
-        monkeypatch.setattr(runs_module, "discover_for", lambda *a, **k: walks.append(a) or walk(*a, **k))
+        walk = service.discover_for
+        monkeypatch.setattr(service, "discover_for", lambda *a, **k: walks.append(a) or walk(*a, **k))
         summary = ingest(look=look)
         assert walks == [], "the folder was walked again"
         assert not summary.errors
@@ -186,8 +187,8 @@ def test_a_look_is_not_used_by_an_ingest_that_waited_for_another(indexed, monkey
                                "l.acquire(); print('held', flush=True); sys.stdin.readline()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     walks = []
-    walk = runs_module.discover_for
-    monkeypatch.setattr(runs_module, "discover_for", lambda *a, **k: walks.append(a) or walk(*a, **k))
+    walk = service.discover_for
+    monkeypatch.setattr(service, "discover_for", lambda *a, **k: walks.append(a) or walk(*a, **k))
     # the holder lets go once this ingest says it waits (not after a sleep this ingest's start may outlast)
     waiting = _Said("waiting for it to finish", sys.stderr)
     monkeypatch.setattr(sys, "stderr", waiting)
@@ -216,7 +217,7 @@ def test_a_run_made_by_another_process_during_an_ingest_means_every_document_is_
     """After its runs an ingest re-checks only the documents it ran; a run it did not make (the
     sensor's, the UI's) may have left another document stale, so then all are checked."""
     _edit(indexed)
-    real = runs_module._run_documents
+    real = service.run_documents
 
     def with_a_foreign_run(instance, todo, *args, **kwargs):
         ran = real(instance, todo, *args, **kwargs)
@@ -229,7 +230,7 @@ def test_a_run_made_by_another_process_during_an_ingest_means_every_document_is_
         stages.record_failure(other.doc_path, other.content_hash, "parsed", f"{other.doc_path}: broken meanwhile")
         return ran
 
-    monkeypatch.setattr(runs_module, "_run_documents", with_a_foreign_run)
+    monkeypatch.setattr(service, "run_documents", with_a_foreign_run)
     summary = ingest()
     assert summary.documents_processed == 1
     assert quick() is None, "a no-op answer was recorded over a document left failed by another run"
@@ -265,10 +266,22 @@ def test_only_a_literal_sqlite_run_storage_is_read(tmp_path):
 def _staleness_asks(monkeypatch) -> list[list[str]]:
     """The documents each staleness question of the ingest was asked about."""
     asks = []
-    real = runs_module.documents_to_run
-    monkeypatch.setattr(runs_module, "documents_to_run",
-                        lambda instance, refs, *a, **k: asks.append(sorted(r.doc_path for r in refs)) or real(instance, refs, *a, **k))
+    real = document_runs.documents_to_run
+    for module in (service, document_runs, noop_token):  # every module of the ingest that asks
+        monkeypatch.setattr(module, "documents_to_run",
+                            lambda instance, refs, *a, **k: asks.append(sorted(r.doc_path for r in refs)) or real(instance, refs, *a, **k))
     return asks
+
+
+def test_an_ingest_judges_the_documents_it_ran_once_after_its_runs(indexed, monkeypatch):
+    """Staleness is judged once to choose the work and once after the runs (a run may fail, a file may
+    be saved during its run); the no-op token trusts that judgement rather than asking a third time."""
+    _edit(indexed)
+    asks = _staleness_asks(monkeypatch)
+    summary = ingest()  # no look: the whole folder is judged to choose the work
+    assert summary.documents_processed == 1 and not summary.errors
+    assert asks == [["guide/evaluation.md", "guide/streaming.md", "rate-limits.md"], ["rate-limits.md"]], asks
+    assert quick() is not None, "the no-op token was recorded"
 
 
 def test_an_edit_after_everything_was_current_asks_only_about_what_changed(indexed, monkeypatch):
@@ -375,9 +388,9 @@ def test_a_few_partitions_are_asked_about_one_by_one_with_the_same_answer(indexe
     key = DEFAULT.ingestion.vector_index.key
     asked = ["rate-limits.md", "guide/streaming.md", "never-materialized.md"]
     everything = set(instance.get_materialized_partitions(key))
-    assert runs_module._materialized(instance, key, asked) == everything & set(asked) == set(asked[:2])
-    monkeypatch.setattr(runs_module, "_ONE_BY_ONE_BELOW", 1)  # the other way gives the same
-    assert runs_module._materialized(instance, key, asked) == set(asked[:2])
+    assert document_runs._materialized(instance, key, asked) == everything & set(asked) == set(asked[:2])
+    monkeypatch.setattr(document_runs, "_ONE_BY_ONE_BELOW", 1)  # the other way gives the same
+    assert document_runs._materialized(instance, key, asked) == set(asked[:2])
 
 
 def test_an_edit_after_everything_was_current_does_not_list_every_partition(indexed, monkeypatch):

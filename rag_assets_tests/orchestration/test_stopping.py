@@ -50,8 +50,8 @@ def index_records(root) -> set[str]:
 
 def _instance(home) -> dg.DagsterInstance:
     """The instance at `home`, opened as `rag` opens it (two processes creating a fresh one at once
-    would stamp it twice: runs.get_instance's lock)."""
-    from rag_assets.orchestration.runs import get_instance
+    would stamp it twice: instance.get_instance's lock)."""
+    from rag_assets.orchestration.instance import get_instance
 
     assert os.environ["DAGSTER_HOME"] == str(home)
     return get_instance()
@@ -161,10 +161,10 @@ def test_ctrl_c_in_a_terminal_and_sigterm_stop_an_ingest_and_the_next_one_finish
 
 def test_a_stopped_ingest_from_code_raises_keyboard_interrupt_and_leaves_the_process_as_it_was(
         rag_env, dagster_home, monkeypatch):
-    """RAGPipeline.ingest's runs (runs.ingest in the caller's process): Ctrl-C raises IngestInterrupted,
+    """RAGPipeline.ingest's runs (indexing.service.ingest in the caller's process): Ctrl-C raises IngestInterrupted,
     a KeyboardInterrupt carrying the summary; the run it stopped ends CANCELED; the caller's SIGINT
     and SIGTERM handlers are theirs again (Dagster's runs would leave SIGTERM mapped onto SIGINT's)."""
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.indexing.service import ingest
 
     write_corpus(rag_env / "docs", PAGES)
     monkeypatch.setenv("RAG_DOCUMENTS_PER_RUN", str(PER_RUN))

@@ -16,7 +16,7 @@ from rag_assets.embedding import load_embedder
 from rag_assets.index.chroma_store import ChromaStore
 from rag_assets.orchestration.definitions import DEFAULT, defs, documents_partitions
 from rag_assets.orchestration.resources import LAUNCHED_SETTINGS
-from rag_assets.orchestration.runs import corpus_definitions, index_resources
+from rag_assets.orchestration.loaded_corpora import corpus_definitions, index_resources
 from rag_assets.orchestration.watch import ASSET_JOB, WATCH_SETTLE_SECONDS, DocsWatcher
 from rag_assets_tests.support.corpus import write_corpus
 

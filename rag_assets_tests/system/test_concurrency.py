@@ -223,7 +223,7 @@ def test_two_corpora_and_an_ingest_from_code_into_a_third_never_wait_for_each_ot
     assert reports["default"]["processed"] == 4 and reports["default"]["failed"] == 0, reports["default"]
 
     # the timestamps of every Dagster run, by corpus: each corpus's runs overlap the other two's
-    from rag_assets.orchestration.runs import get_instance
+    from rag_assets.orchestration.instance import get_instance
     from rag_assets.orchestration.sensors import CORPUS_TAG
 
     with get_instance() as instance:

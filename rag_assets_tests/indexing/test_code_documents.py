@@ -90,7 +90,7 @@ def test_an_explicit_deletion_of_most_documents_is_done_or_refused_never_reporte
     """Issue 36 item 4: deleting 25 of 31 documents from code removed their files, not their vectors
     (documents_deleted 0, no error): the deletion guard refused silently."""
     from rag_assets.errors import DeletionRefusedError
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.indexing.service import ingest
 
     assert ingest().documents_processed == 3  # the folder's own documents
     pipeline = RAGPipeline.from_settings()
@@ -124,7 +124,7 @@ def test_documents_that_cannot_be_indexed_fail_by_name_and_leave_nothing_behind(
     import logging
     import shutil
 
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.indexing.service import ingest
 
     shutil.rmtree(rag_env / "docs")
     (rag_env / "docs").mkdir()
@@ -168,7 +168,7 @@ def test_a_document_whose_run_fails_is_put_back_as_it_was(rag_env, dagster_home,
     folder as it was: the earlier version's file back, a new document's file gone."""
     import shutil
 
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.indexing.service import ingest
     from rag_assets_tests.support.openai_server import Fault, OpenAIStubServer
 
     shutil.rmtree(rag_env / "docs")

@@ -1,7 +1,7 @@
 """Documents from code, through the same Dagster runs as files (RAGPipeline.ingest/delete_documents).
 
 The documents are written into the docs folder's managed subfolder (rag_assets.ingest.documents_from_code),
-then `runs.ingest(only_doc_paths=...)` runs the per-document assets over them in one run (their new
+then `service.ingest(only_doc_paths=...)` runs the per-document assets over them in one run (their new
 partitions registered first), exactly as `rag ingest-doc` does: they show up in the UI as partitions
 and runs.
 
@@ -46,7 +46,7 @@ def _runs_of(corpus: Corpus):
     location's own when it loaded the same corpus over the same settings; else built for them, as for
     `rag ingest --docs-dir`): a pipeline over Settings(...) ingests into its own index, whatever the
     environment says."""
-    from rag_assets.orchestration.runs import corpus_definitions
+    from rag_assets.orchestration.loaded_corpora import corpus_definitions
 
     return corpus_definitions(corpus)
 
@@ -97,7 +97,7 @@ def invented(planned: Planned, policy: MetadataPolicy) -> str | None:
 def ingest_documents(corpus: Corpus, documents: Iterable[Any]) -> IngestionResult:
     """Index documents from code into the corpus's index (RAGPipeline.ingest)."""
     from rag_assets.orchestration.noop_check import dagster_home
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.indexing.service import ingest
 
     started = time.perf_counter()
     settings = corpus.settings()
@@ -186,7 +186,7 @@ def _indexed_now(settings: Settings, going: list[Planned]) -> set[str]:
     runs): current in every stage, no failure recorded."""
     from rag_assets.index.stage_store import StageStore
     from rag_assets.orchestration.fingerprints import stale_now
-    from rag_assets.orchestration.runs import index_resources
+    from rag_assets.orchestration.loaded_corpora import index_resources
 
     try:
         stages = StageStore.for_settings(settings.paths)
@@ -253,7 +253,7 @@ def delete_documents(corpus: Corpus, ids: Iterable[Any]) -> dict:
     vanished from the folder too and the deletion guard keeps them, nothing is deleted and
     DeletionRefusedError says why."""
     from rag_assets.orchestration.noop_check import dagster_home
-    from rag_assets.orchestration.runs import ingest
+    from rag_assets.indexing.service import ingest
 
     if ids is None or isinstance(ids, (str, bytes, uuid.UUID)):
         raise ValueError("ids are required: a list of document ids")
