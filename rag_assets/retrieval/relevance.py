@@ -25,6 +25,10 @@ docs/benchmarks.md):
   something the corpus never names).
 - ``log_rank``: log of the result's place in the ranking (1-based).
 
+The ranking's features (best_*, margin, log_rank) read it with near-duplicates collapsed into their first
+copy (duplicates_of, distinct_ranks): a page in two versions is one answer, and its copy ranked second
+must not make it look like a ranking nothing stands out of.
+
 A calibration names the features it uses, in its order (``Calibration.features``).
 
 The raw cosine stays on each result as ``cosine``.
