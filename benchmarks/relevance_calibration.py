@@ -8,7 +8,9 @@ sets: answerable, each result labelled relevant when it satisfies the question's
 its answer, by the evaluation's own rule, rag_assets.evaluation.matching) and the questions they do not
 answer (benchmarks/unanswerable/, written for this: other products, other subjects, near misses; every
 result irrelevant) in each mode, 10 results a question, and keeps what the features are made of
-(relevance.Evidence) with the labels in ``<workdir>/relevance/<embedder>/<corpus>.json``. The first
+(relevance.Evidence; the results' cosines with each other and which share a text, for
+relevance.duplicates_of; the question's cosines with its 100 nearest chunks, for trying features read off
+the corpus) with the labels in ``<workdir>/relevance/<embedder>/<corpus>.json``. The first
 entry, not any entry: the eval sets label their questions unevenly (claude-docs names two sources for 3
 questions in 4, the others one), and a probability fitted on one corpus's density of labels is off by
 that much on another's (the "any expected entry" row of the comparison table). ``--embedder`` indexes with another model

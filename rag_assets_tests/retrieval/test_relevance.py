@@ -34,6 +34,9 @@ def test_the_features_of_a_ranking():
     assert column(x, "heading_coverage") == pytest.approx([2 / 3, 0.0, 0.0])
     assert column(x, "unknown_terms") == pytest.approx([0.5] * 3)  # idf 3 of 6 in a term no chunk holds
     assert column(x, "log_rank") == pytest.approx(np.log([1, 2, 3]))
+    assert column(x, "heading_match") == pytest.approx([0.0] * 3)  # the header holds 2 of the 3 known
+    named = features(evidence([0.65, 0.35, 0.05], in_header=((1, 0, 0), (1, 0, 0), (1, 1, 1))))
+    assert column(named, "heading_match") == pytest.approx([1.0, 0.0, 0.0])  # every known term (not the unknown)
     assert features(evidence([])).shape == (0, len(FEATURES))
 
 
