@@ -19,10 +19,15 @@ docs/benchmarks.md):
   (how far it stands out of its ranking).
 - ``coverage``: the share of the question's keyword weight (BM25 idf of its terms that some chunk of the
   index holds; function words such as "during" left out: terms.FUNCTION_WORDS) that the chunk holds; ``best_coverage`` likewise for the best of the first BEST_OF
-  results; ``heading_coverage``: the share its header (title > h1 > h2) holds.
+  results; ``heading_coverage``: the share its header (title > h1 > h2) holds; ``heading_match``: 1 when
+  its header holds all of it (the section a short question names: "Barricade rules"), else 0.
 - ``unknown_terms``: the share of that weight in terms no chunk of the index holds (a question about
   something the corpus never names).
 - ``log_rank``: log of the result's place in the ranking (1-based).
+
+The ranking's features (best_*, margin, log_rank) read it with near-duplicates collapsed into their first
+copy (duplicates_of, distinct_ranks): a page in two versions is one answer, and its copy ranked second
+must not make it look like a ranking nothing stands out of.
 
 A calibration names the features it uses, in its order (``Calibration.features``).
 
@@ -45,8 +50,9 @@ import numpy as np
 ANCHORS_FILE = Path(__file__).with_name("relevance_anchors.json")
 CALIBRATION_FILE = Path(__file__).with_name("relevance_calibration.json")
 BEST_OF = 5  # "the best results": the first this many of a ranking
+NEAR_DUPLICATE = 0.98  # two results' vectors this close: one text twice (a page in two versions), not two answers
 FEATURES = ("similarity", "best_similarity", "margin", "coverage", "best_coverage", "heading_coverage",
-            "unknown_terms", "log_rank")  # every feature features() computes, in its columns' order
+            "unknown_terms", "log_rank", "heading_match")  # every feature features() computes, in its columns' order
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,38 @@ class Evidence:
     known: np.ndarray  # whether any chunk of the index holds the term
     present: np.ndarray  # terms x results: which results hold which term
     in_header: np.ndarray  # terms x results: which results hold which term in their header
+    # results x results: which results are near-duplicates of which (duplicates_of); None: none are
+    duplicates: np.ndarray | None = None
+
+
+def duplicates_of(vectors: np.ndarray, texts: Sequence[str], known: Sequence[bool] | None = None) -> np.ndarray:
+    """Which results are near-duplicates of which (results x results, reflexive): the same text, or
+    vectors at cosine >= NEAR_DUPLICATE (the same page in two versions, a corpus holding two copies of a
+    page). ``known``: whose vectors were found (the others compare by text only)."""
+    n = len(texts)
+    v = np.asarray(vectors, dtype=np.float32).reshape(n, -1)
+    close = (v @ v.T) >= NEAR_DUPLICATE if v.shape[1] else np.zeros((n, n), dtype=bool)
+    if known is not None:
+        found = np.asarray(known, dtype=bool)
+        close &= found[:, None] & found[None, :]
+    same = np.array([[a == b for b in texts] for a in texts], dtype=bool).reshape(n, n)
+    return close | same | np.eye(n, dtype=bool)
+
+
+def distinct_ranks(duplicates: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each result's first copy, each result's 1-based rank among distinct texts): a near-duplicate of
+    an earlier result takes that result's place, so copies neither push each other down nor read as a
+    ranking that nothing stands out of."""
+    if duplicates is None:
+        return np.arange(n), np.arange(1, n + 1)
+    first = np.array([int(np.flatnonzero(duplicates[i, : i + 1])[0]) for i in range(n)], dtype=np.int64)
+    leaders = np.flatnonzero(first == np.arange(n))
+    return first, np.searchsorted(leaders, first) + 1
 
 
 def features(evidence: Evidence) -> np.ndarray:
-    """The FEATURES of each result (results x features)."""
+    """The FEATURES of each result (results x features). The ranking's features (best_*, margin,
+    log_rank) read it with near-duplicates collapsed into their first copy (distinct_ranks)."""
     n = len(evidence.cosines)
     if n == 0:
         return np.zeros((0, len(FEATURES)))
@@ -137,7 +171,8 @@ def features(evidence: Evidence) -> np.ndarray:
         heading = (known[:, None] * evidence.in_header).sum(axis=0) / weight
     else:
         coverage, heading = np.zeros(n), np.zeros(n)
-    head = slice(0, min(BEST_OF, n))
+    first, rank = distinct_ranks(evidence.duplicates, n)
+    head = np.flatnonzero((first == np.arange(n)) & (rank <= BEST_OF))  # the first BEST_OF distinct results
     return np.column_stack([
         similarity,
         np.full(n, similarity[head].max()),
@@ -146,7 +181,8 @@ def features(evidence: Evidence) -> np.ndarray:
         np.full(n, coverage[head].max()),
         heading,
         np.full(n, unknown),
-        np.log(np.arange(1, n + 1, dtype=np.float64)),
+        np.log(rank.astype(np.float64)),
+        (heading >= 1.0 - 1e-9).astype(np.float64) if weight > 0 else np.zeros(n),
     ])
 
 
@@ -186,10 +222,11 @@ def relevance(evidence: Evidence, calibration: Calibration | None = None) -> np.
 
 
 def evidence_of(cosines: Sequence[float], query_vector: np.ndarray, anchors: Anchors,
-                terms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> Evidence:
-    """The Evidence of a ranking: its cosines, the question's vector, the embedder's anchors and the
-    view's SnapshotView.term_presence of the question for the ranking's rows."""
+                terms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                duplicates: np.ndarray | None = None) -> Evidence:
+    """The Evidence of a ranking: its cosines, the question's vector, the embedder's anchors, the
+    view's SnapshotView.term_presence of the question for the ranking's rows and its duplicates_of."""
     idf, known, present, in_header = terms
     return Evidence(np.asarray(cosines, dtype=np.float64), anchors.background(query_vector), anchors.contrast,
                     np.asarray(idf, dtype=np.float64), np.asarray(known, dtype=bool), np.asarray(present, dtype=bool),
-                    np.asarray(in_header, dtype=bool))
+                    np.asarray(in_header, dtype=bool), duplicates)

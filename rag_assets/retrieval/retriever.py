@@ -36,7 +36,7 @@ from rag_assets.errors import ConfigurationError, DimensionMismatchError, Invali
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
 from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
-from rag_assets.retrieval.relevance import anchors_for, evidence_of, relevance, shipped
+from rag_assets.retrieval.relevance import anchors_for, duplicates_of, evidence_of, relevance, shipped
 from rag_assets.retrieval.terms import function_terms
 from rag_assets.index.generation import EMPTY
 from rag_assets.retrieval.snapshot import SearchSnapshot, SnapshotView
@@ -371,7 +371,10 @@ class Retriever:
             return
         rows = [view.row(r.chunk_id) for r in results]
         terms = view.term_presence(query, [-1 if row is None else row for row in rows])
-        evidence = evidence_of([r.cosine or 0.0 for r in results], self.embed_query(query), self.anchors(), terms)
+        duplicates = duplicates_of(view.vectors([0 if row is None else row for row in rows]), [r.text for r in results],
+                                   [row is not None for row in rows])
+        evidence = evidence_of([r.cosine or 0.0 for r in results], self.embed_query(query), self.anchors(), terms,
+                               duplicates)
         for r, p in zip(results, relevance(evidence)):
             r.relevance = float(p)
 

@@ -34,6 +34,9 @@ def test_the_features_of_a_ranking():
     assert column(x, "heading_coverage") == pytest.approx([2 / 3, 0.0, 0.0])
     assert column(x, "unknown_terms") == pytest.approx([0.5] * 3)  # idf 3 of 6 in a term no chunk holds
     assert column(x, "log_rank") == pytest.approx(np.log([1, 2, 3]))
+    assert column(x, "heading_match") == pytest.approx([0.0] * 3)  # the header holds 2 of the 3 known
+    named = features(evidence([0.65, 0.35, 0.05], in_header=((1, 0, 0), (1, 0, 0), (1, 1, 1))))
+    assert column(named, "heading_match") == pytest.approx([1.0, 0.0, 0.0])  # every known term (not the unknown)
     assert features(evidence([])).shape == (0, len(FEATURES))
 
 
@@ -73,3 +76,52 @@ def test_anchors_are_measured_once_and_kept_in_the_cache_folder(tmp_path, monkey
     again = anchors_for(embedder, tmp_path)  # a new process: read from the cache folder
     assert np.array_equal(again.passages, anchors.passages) and again.contrast == pytest.approx(anchors.contrast)
     assert anchors.background(query) < 0.3  # the median, not the one anchor about pasta
+
+
+def test_a_near_duplicate_takes_the_place_of_its_first_copy():
+    """Two copies of one text (a page in two versions) are one result to the ranking's features: the copy
+    ranks where its first copy does, and neither reads as 'nothing stands out'."""
+    single = features(evidence([0.65, 0.05], present=((1, 0), (1, 1), (0, 0)), in_header=((1, 0), (0, 0), (0, 0))))
+    twice = evidence([0.65, 0.65, 0.05], present=((1, 1, 0), (1, 1, 1), (0, 0, 0)),
+                     in_header=((1, 1, 0), (0, 0, 0), (0, 0, 0)))
+    copies = relevance.duplicates_of(np.array([[1.0, 0.0], [0.995, 0.0999], [0.0, 1.0]]), ["a", "a'", "b"])
+    assert copies.tolist() == [[True, True, False], [True, True, False], [False, False, True]]
+    x = features(Evidence(*[getattr(twice, f) for f in ("cosines", "background", "contrast", "idf", "known",
+                                                        "present", "in_header")], duplicates=copies))
+    assert column(x, "log_rank") == pytest.approx(np.log([1, 1, 2]))
+    assert x[0] == pytest.approx(x[1]) and x[0] == pytest.approx(single[0]) and x[2] == pytest.approx(single[1])
+    # the same text is a duplicate whatever its vector (one not found in the view compares by text only)
+    assert relevance.duplicates_of(np.zeros((2, 2)), ["same", "same"], [False, True]).all()
+
+
+DUPLICATED_PAGE = ("# Rate limits\n\nAn organisation may send as many as 600 requests per minute to the API. Past that, "
+                   "requests are answered with HTTP 429 and a Retry-After header saying when to try again.\n")
+
+
+def test_a_page_indexed_twice_is_as_relevant_as_the_page_once(tmp_path):
+    """The same page in two places of a corpus (two versions, one word apart: identical texts collapse
+    into one result before, rag_assets.retrieval.diversity) gets the relevance the page gets alone: the
+    runner-up is its own copy, not evidence that nothing stands out (issue 43)."""
+    from rag_assets.retrieval.retriever import Retriever
+    from rag_assets_tests.support.index_builder import build_index
+
+    other = "# Fonts\n\nThe site's headings use a serif typeface; body text uses the reader's default font.\n"
+    found = {}
+    for name, pages in {"once": {"v2/limits.md": DUPLICATED_PAGE, "fonts.md": other},
+                        "twice": {"v1/limits.md": DUPLICATED_PAGE.replace("try again", "try again later"), "v2/limits.md": DUPLICATED_PAGE,
+                                  "fonts.md": other}}.items():
+        root = tmp_path / name
+        (root / "docs" / "v1").mkdir(parents=True)
+        (root / "docs" / "v2").mkdir()
+        for path, text in pages.items():
+            (root / "docs" / path).write_text(text)
+        settings = Settings.from_env({"RAG_DOCS_DIR": str(root / "docs"), "RAG_CHROMA_PATH": str(root / "chroma"),
+                                      "RAG_STATE_DIR": str(root / "state"), "RAG_CACHE_DIR": str(tmp_path / "cache")})
+        build_index(settings.docs_dir, settings)
+        found[name] = Retriever.from_settings(settings).search("How many requests per minute may an organisation send?",
+                                                               "hybrid", 5)
+    [alone] = [r for r in found["once"] if "limits" in r.doc_path]
+    copies = [r for r in found["twice"] if "limits" in r.doc_path]
+    assert len(copies) == 2 and found["twice"][0] in copies and found["twice"][1] in copies
+    assert alone.relevance >= Settings.from_env({}).min_relevance
+    assert [r.relevance for r in copies] == pytest.approx([alone.relevance] * 2, abs=0.02)
