@@ -25,9 +25,10 @@ if not os.environ.get("TIKTOKEN_CACHE_DIR"):
 # start on one, and the short ones at the end of each block are what an idle worker steals.
 _LONGEST_FIRST = ("test_readme_commands.py", "test_scale_out.py", "test_web_ui.py", "test_concurrency.py",
                   "test_crash_recovery.py", "test_cli_ingest.py", "test_pipeline.py")
-# Module fixtures too costly to build once per worker (the bundled corpus indexed: ~95 CPU-seconds):
-# the tests of a module that use one are dealt to one worker together.
-_BUILT_ONCE = ("bundled",)
+# Module fixtures too costly to build once per worker (the bundled corpus indexed: ~95 CPU-seconds;
+# test_mcp_tools.py's 311 pages; test_test_set.py's course, ingested by `rag ingest`): the tests of a
+# module that use one are dealt to one worker together.
+_BUILT_ONCE = ("bundled", "many", "course")
 
 
 def pytest_itemcollected(item):
