@@ -32,6 +32,24 @@ class Embedder(Protocol):
         ...
 
 
+class TokenLimit:
+    """`fits`, written once for every embedder: the embedder's own count_tokens against its
+    max_input_tokens (a base class of each embedder, beside the Embedder protocol it fulfils)."""
+
+    max_input_tokens: int
+
+    def fits(self, text: str) -> bool:
+        return self.count_tokens(text) <= self.max_input_tokens  # type: ignore[attr-defined]
+
+
+def document_texts(texts: Sequence[str]) -> Sequence[str]:
+    """embed_documents' input check, one for every embedder: a sequence of texts, not one string
+    (a string is a sequence of one-character texts, and would embed as such)."""
+    if isinstance(texts, str):
+        raise TypeError("embed_documents takes a sequence of texts, not one string (use embed_query)")
+    return texts
+
+
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     """Unit rows as float32; an all-zero row stays zero instead of becoming NaN."""
     vectors = np.asarray(vectors, dtype=np.float32)

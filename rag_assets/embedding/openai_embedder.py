@@ -17,15 +17,14 @@ Circuit breaker (shared by the workers): `breaker_failures` requests in a row th
 their retries open it; then every call fails at once with EmbeddingServiceUnavailable (naming the
 host, the count and the last error) instead of spending a retry budget per document. After
 `breaker_cooldown_seconds` attempts go through again: the first answer closes it, a failure
-re-opens it at once. `OpenAIEmbedder.unavailable` says whether it is open.
+re-opens it at once (rag_assets.embedding.circuit_breaker). `OpenAIEmbedder.unavailable` says whether it is
+open. Answers are checked by rag_assets.embedding.openai_responses.
 
 The API key never appears in a message, a log line or a repr.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import os
 import random
@@ -34,13 +33,15 @@ import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from rag_assets.config import DEFAULT_OPENAI_MODEL, ENV_VARS, EmbeddingSettings
-from rag_assets.embedding.base import l2_normalise
+from rag_assets.embedding.base import TokenLimit, document_texts, l2_normalise
+from rag_assets.embedding.circuit_breaker import CircuitBreaker
+from rag_assets.embedding.openai_responses import MalformedResponse, vectors_of
 from rag_assets.errors import ConfigurationError, EmbeddingError, EmbeddingServiceUnavailable
 from rag_assets.openai_errors import describe, error_message, redact_url, retry_after, scrub_secrets, url_secrets
 
@@ -72,76 +73,11 @@ class _Cancelled(Exception):
     """Another request of the same call failed: this one stops without sending."""
 
 
-class _MalformedResponse(Exception):
-    """A 200 answer we cannot use: retried like a transient failure."""
-
-
 class _PermanentFailure(Exception):
     """Retrying cannot help (e.g. the service changed the vector size)."""
 
 
-class CircuitBreaker:
-    """Consecutive failed requests (each after its retries) of one endpoint, across all workers.
-
-    closed --(`threshold` failures in a row)--> open: every attempt fails at once
-    --(`cooldown_seconds`)--> half-open: attempts go through; the first failure re-opens it without
-    retrying, and any answer (a success, or a refusal such as a 400) closes it.
-    """
-
-    def __init__(self, endpoint: str, threshold: int, cooldown_seconds: float,
-                 clock: Callable[[], float] = time.monotonic):
-        self.endpoint = endpoint
-        self.threshold = threshold
-        self.cooldown_seconds = cooldown_seconds
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._failures = 0
-        self._last_error = ""
-        self._opened_at: float | None = None
-
-    @property
-    def is_open(self) -> bool:
-        """True while calls fail at once (open, cool-down not over)."""
-        with self._lock:
-            return self._opened_at is not None and self._clock() - self._opened_at < self.cooldown_seconds
-
-    def before_attempt(self) -> bool:
-        """Raise EmbeddingServiceUnavailable while open; True if this attempt is a half-open probe."""
-        with self._lock:
-            if self._opened_at is None:
-                return False
-            if self._clock() - self._opened_at < self.cooldown_seconds:
-                raise self._unavailable()
-            return True
-
-    def record_answer(self) -> None:
-        with self._lock:
-            self._failures = 0
-            self._opened_at = None
-
-    def record_failure(self, message: str, *, probe: bool) -> EmbeddingServiceUnavailable | None:
-        """Count a failed request; the error to raise instead of `message` when this opened the breaker."""
-        with self._lock:
-            self._failures += 1
-            self._last_error = message
-            if probe or self._failures >= self.threshold:
-                self._opened_at = self._clock()
-                return self._unavailable()
-            return None
-
-    def _unavailable(self) -> EmbeddingServiceUnavailable:
-        assert self._opened_at is not None
-        remaining = max(0.0, self.cooldown_seconds - (self._clock() - self._opened_at))
-        return EmbeddingServiceUnavailable(
-            f"embedding service {self.endpoint} is unavailable: {self._failures} request(s) in a row failed after "
-            f"their retries, the last with: {self._last_error} -- every embedding call fails at once for the next "
-            f"{remaining:.0f} s instead of retrying per document (RAG_OPENAI_BREAKER_FAILURES={self.threshold}, "
-            f"RAG_OPENAI_BREAKER_COOLDOWN_SECONDS={self.cooldown_seconds:g})",
-            endpoint=self.endpoint, failures=self._failures, last_error=self._last_error,
-        )
-
-
-class OpenAIEmbedder:
+class OpenAIEmbedder(TokenLimit):
     """Token-budgeted, concurrent, retried calls to POST /embeddings; unit float32 vectors in input order."""
 
     max_input_tokens: int = MAX_INPUT_TOKENS
@@ -253,15 +189,11 @@ class OpenAIEmbedder:
     def count_tokens(self, text: str) -> int:
         return self._tokens().count(text)  # the embedding models add no special tokens
 
-    def fits(self, text: str) -> bool:
-        return self.count_tokens(text) <= self.max_input_tokens
-
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of texts, not one string (use embed_query)")
+        texts = document_texts(texts)
         if len(texts) == 0:  # not `not texts`: a numpy array of strings has no truth value
             return np.empty((0, self.dimension), dtype=np.float32)
         prepared = self._prepare(texts)
@@ -392,28 +324,15 @@ class OpenAIEmbedder:
             # base64: a quarter of the JSON size; decoded and checked by us, not by the client
             response = self._openai().embeddings.create(model=self.model_name, input=batch, encoding_format="base64")
         except (openai.APIResponseValidationError, ValueError) as exc:  # unparseable body (ValueError: bad JSON)
-            raise _MalformedResponse(f"unparseable response: {type(exc).__name__}") from exc
-        data = getattr(response, "data", None)
-        if not isinstance(data, list):
-            raise _MalformedResponse("no 'data' list in the response")
-        if len(data) != len(batch):
-            raise _MalformedResponse(f"{len(data)} embeddings for {len(batch)} inputs")
-        rows: list[np.ndarray | None] = [None] * len(batch)
-        for position, item in enumerate(data):
-            index = getattr(item, "index", position)
-            if not isinstance(index, int) or not 0 <= index < len(batch) or rows[index] is not None:
-                raise _MalformedResponse(f"bad or repeated index {index!r}")
-            rows[index] = _decode(getattr(item, "embedding", None))
-        sizes = {row.shape[0] for row in rows if row is not None}
-        if len(sizes) != 1:
-            raise _MalformedResponse(f"embeddings of different sizes {sorted(sizes)}")
-        size = sizes.pop()
+            raise MalformedResponse(f"unparseable response: {type(exc).__name__}") from exc
+        matrix = vectors_of(response, len(batch))
+        size = matrix.shape[1]
         with self._lock:
             if self._dimension is None:
                 self._dimension = size
         if size != self._dimension:
             raise _PermanentFailure(f"the service returned {size}-d vectors, expected {self._dimension}")
-        return l2_normalise(np.stack(rows))  # type: ignore[arg-type]
+        return l2_normalise(matrix)
 
     def _backoff(self, attempt: int, exc: BaseException) -> float:
         # exponential with "equal jitter": spreads concurrent clients, never collapses to zero
@@ -472,22 +391,7 @@ def _is_transient(exc: BaseException) -> bool:
 
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
-    return isinstance(exc, (openai.APIConnectionError, _MalformedResponse))  # timeouts are connection errors
-
-
-def _decode(embedding: object) -> np.ndarray:
-    try:
-        if isinstance(embedding, str):
-            vector = np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
-        elif isinstance(embedding, list):  # servers that ignore encoding_format=base64
-            vector = np.asarray(embedding, dtype=np.float32)
-        else:
-            raise _MalformedResponse(f"embedding is {type(embedding).__name__}")
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise _MalformedResponse(f"undecodable embedding: {type(exc).__name__}") from exc
-    if vector.ndim != 1 or vector.size == 0 or not np.isfinite(vector).all():
-        raise _MalformedResponse("embedding is not a finite, non-empty vector")
-    return vector
+    return isinstance(exc, (openai.APIConnectionError, MalformedResponse))  # timeouts are connection errors
 
 
 def _cut(counter: TokenCounter, ids: list[int], limit: int) -> tuple[str, list[int]]:

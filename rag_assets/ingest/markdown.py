@@ -1,6 +1,6 @@
 """Split a markdown body into structural blocks (headings, prose, code, tables, admonitions).
 
-Fenced code is where markdown-it says it is: one parse of the whole body (block structure only)
+Fenced code is where markdown-it says it is (rag_assets.ingest.markdown_code): one parse of the whole body (block structure only)
 gives every fence's lines, top-level or nested in a list item or quote, so a fence opened inside a
 list closes where CommonMark closes it, never at an indented line that only looks like a closer.
 One change to markdown-it's rule: a top-level fence that no later line closes ends before the next
@@ -49,16 +49,10 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from markdown_it import MarkdownIt
-from markdown_it.rules_block import fence as fence_rule
 
+from rag_assets.ingest.markdown_code import ATX_HEADING, CodeLines, Fence
 from rag_assets.models import Block, BlockType
 
-# A line that could close a top-level fence: ≤3 spaces, then ≥3 backticks or tildes, then spaces only.
-_FENCE_CLOSER = re.compile(r"^ {0,3}(?P<run>`{3,}|~{3,})[ \t]*$")
-FENCE_MAX_NESTING = 100  # markdown-it's nesting limit for the fence parse (its default, 20, is 10 list levels)
-FENCE_PARSE_RESTARTS = 8  # times a page's fence parse goes on after a part nested deeper than that
-_LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 # Admonition and tab markers (see the module docstring); "label" is the type word. A ``:::`` type is
 # followed by a title, ``[title]``, ``{attributes}`` or nothing: mkdocstrings' ``::: package.Class``
 # is an API-docs directive, not an admonition (it has no closer and would swallow the prose after it).
@@ -117,93 +111,6 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable("table").disable("inline")
 
 
-class _Fence(NamedTuple):
-    end: int  # one past its last line
-    closed: bool  # ends with a closing fence line
-    top: bool  # not inside a list item or quote
-
-
-class _CodeLines:
-    """Fenced and indented code of a body, from markdown-it's parse (see the module docstring)."""
-
-    def __init__(self, lines: list[str]):
-        self.fences: dict[int, _Fence] = {}  # first line -> the fence there
-        self.indented: dict[int, int] = {}  # first line of an indented code block -> one past its last
-        n = len(lines)
-        # next_heading[i]: the first ATX heading line at or after i (n if none)
-        self.next_heading = [n] * (n + 1)
-        # closers[c][i]: the longest run of c that could close a top-level fence at a line >= i
-        self.closers = {"`": [0] * (n + 1), "~": [0] * (n + 1)}
-        for i in range(n - 1, -1, -1):
-            line = lines[i]
-            self.next_heading[i] = i if _ATX_HEADING.match(line) else self.next_heading[i + 1]
-            m = _FENCE_CLOSER.match(line) if "``" in line or "~~" in line else None
-            for c, longest in self.closers.items():
-                longest[i] = max(longest[i + 1], len(m["run"]) if m and m["run"][0] == c else 0)
-        start = 0
-        for _ in range(FENCE_PARSE_RESTARTS + 1):
-            deepest = self._parse(lines, start)
-            if deepest is None:
-                break
-            start = next((k for k in range(deepest + 1, n) if _starts_top_level(lines, k)), n)
-            if start >= n:
-                break
-
-    def _parse(self, lines: list[str], offset: int) -> int | None:
-        """Parse lines[offset:]; None, or the last line reached when a part nested past the limit
-        stopped the parse."""
-        env = {"code": self, "offset": offset}
-        tokens = _fence_parser().parse("\n".join(lines[offset:]), env)
-        for tok in tokens:
-            if tok.type == "code_block" and tok.map:
-                self.indented[offset + tok.map[0]] = offset + tok.map[1]
-        if tokens and max(tok.level for tok in tokens) >= FENCE_MAX_NESTING - 1:
-            return offset + max(tok.map[0] for tok in tokens if tok.map)
-        return None
-
-
-def _starts_top_level(lines: list[str], k: int) -> bool:
-    """Line k can only be read as a block of the page itself: unindented, not a list item or quote."""
-    line = lines[k]
-    return bool(line) and not line[0].isspace() and line[0] != ">" and not _LIST_MARKER.match(line)
-
-
-def _fence_rule(state, start: int, end: int, silent: bool) -> bool:
-    """markdown-it's fence rule, but a top-level fence no later line closes stops before the next ATX
-    heading (looked up, not scanned for: the page's closers are known). Records every fence."""
-    code: _CodeLines | None = state.env.get("code") if isinstance(state.env, dict) else None
-    if silent or code is None:
-        return _STOCK_FENCE(state, start, end, silent)
-    offset = state.env["offset"]
-    pos = state.bMarks[start] + state.tShift[start]
-    marker = state.src[pos : pos + 1]
-    unclosed_top = False
-    if state.level == 0 and marker in ("`", "~") and not state.is_code_block(start):
-        run = len(state.src[pos : state.eMarks[start]]) - len(state.src[pos : state.eMarks[start]].lstrip(marker))
-        if run >= 3 and code.closers[marker][offset + start + 1] < run:
-            unclosed_top = True
-            end = min(end, code.next_heading[offset + start + 1] - offset)
-    if not _STOCK_FENCE(state, start, end, silent):
-        return False
-    token = state.tokens[-1]
-    last = token.map[1] - 1
-    closing = state.src[state.bMarks[last] + state.tShift[last] : state.eMarks[last]].rstrip()
-    closed = (not unclosed_top and last > start and not state.is_code_block(last)
-              and closing.startswith(token.markup) and set(closing) == {token.markup[0]})
-    code.fences[offset + start] = _Fence(offset + token.map[1], closed, state.level == 0)
-    return True
-
-
-_STOCK_FENCE = fence_rule
-
-
-@functools.lru_cache(maxsize=1)
-def _fence_parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"maxNesting": FENCE_MAX_NESTING}).disable("inline")  # tables hold no fences
-    md.block.ruler.at("fence", _fence_rule, {"alt": ["paragraph", "reference", "blockquote", "list"]})
-    return md
-
-
 def _indent_width(ws: str) -> int:
     return sum(4 - (i % 4) if c == "\t" else 1 for i, c in enumerate(ws))
 
@@ -227,13 +134,13 @@ class _Scanner:
 
     def __init__(self, lines: list[str]):
         self.lines = lines
-        self.code = _CodeLines(lines)
+        self.code = CodeLines(lines)
         # next_heading[i]: first ATX-heading line at index >= i (n if none); where unclosed blocks stop.
         self.next_heading = self.code.next_heading
         # Per kind of delimited block (":" or ("/", slash count)): opener line -> (end, closed).
         self._delimited: dict[object, dict[int, tuple[int, bool]]] = {}
 
-    def fence_at(self, i: int) -> _Fence | None:
+    def fence_at(self, i: int) -> Fence | None:
         """The fenced code block (markdown-it's) whose opening fence is line i, if any."""
         return self.code.fences.get(i)
 
@@ -302,7 +209,7 @@ class _Scanner:
             if j in self.code.indented:
                 j = self.code.indented[j]
                 continue
-            if _ATX_HEADING.match(lines[j]):
+            if ATX_HEADING.match(lines[j]):
                 headings.append(j)
             if is_open(lines[j]):
                 open_at.append(j)
@@ -345,7 +252,7 @@ class _Scanner:
         """Line i would start a block of its own, so it cannot continue a paragraph lazily."""
         line = self.lines[i]
         return bool(
-            _ATX_HEADING.match(line)
+            ATX_HEADING.match(line)
             or _LIST_ITEM_OR_BREAK.match(line)
             or self.fence_at(i)
             or _MATH_OPEN.match(line)
@@ -361,7 +268,7 @@ class _Scanner:
         if "$$" in rest:
             return i + 1  # $$ … $$ on one line
         for j in range(i + 1, len(self.lines)):
-            if _ATX_HEADING.match(self.lines[j]):
+            if ATX_HEADING.match(self.lines[j]):
                 return None  # a heading cannot sit inside math: this "$$" was just text
             if "$$" in self.lines[j]:
                 return j + 1
@@ -472,7 +379,7 @@ def split_markdown(body: str) -> list[Block]:
     return blocks
 
 
-def _parse_other(lines: list[str], start: int, end: int, nested: list[tuple[int, _Fence]] = ()) -> list[_Item]:
+def _parse_other(lines: list[str], start: int, end: int, nested: list[tuple[int, Fence]] = ()) -> list[_Item]:
     """Headings, tables and nested fences (`nested`: (first line, fence), sorted) of lines [start, end),
     parsed piece by piece (see the module docstring)."""
     cuts = _heading_cuts(lines, start, end)
@@ -513,7 +420,7 @@ def _heading_cuts(lines: list[str], start: int, end: int) -> list[int]:
     return cuts
 
 
-def _parse_piece(lines: list[str], start: int, end: int, nested: list[tuple[int, _Fence]] = ()) -> list[_Item]:
+def _parse_piece(lines: list[str], start: int, end: int, nested: list[tuple[int, Fence]] = ()) -> list[_Item]:
     """Headings and tables from markdown-it's top-level tokens, and the fences nested in list items
     and quotes (`nested`: from the whole body's parse) as code; every other line is prose."""
     found: list[_Item] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from rag_assets.retrieval.retriever import SearchResult
+from rag_assets.retrieval.search_result import SearchResult
 
 HEAD = 5  # results of a corpus's ranking its confidence is read from
 # small, so rank matters: rank 2 of one corpus beats rank 1 of another only when its confidence is

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from typing import Any
 
-from rag_assets.retrieval.retriever import SearchResult
+from rag_assets.retrieval.search_result import SearchResult
 
 # stored chunk metadata that is bookkeeping, not something a client cites or filters on
 BOOKKEEPING = frozenset({"content_hash", "embedding_model", "token_count", "oversized"})

@@ -18,6 +18,8 @@ embedder), so relevance thresholds mean the same in every mode.
 With ``RAG_CONTEXT_TOKENS`` > 0 every result also carries a ``context``: the chunk with its neighbours
 in its section up to that many tokens, and a passage around another hit of its section when the ranking
 found one out of the window's reach (windows.py).
+
+A result is a SearchResult (search_result.py); a query is checked by validate_query (query_text.py).
 """
 
 from __future__ import annotations
@@ -25,14 +27,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rag_assets.config import Settings
-from rag_assets.errors import ConfigurationError, DimensionMismatchError, InvalidQueryError
+from rag_assets.errors import ConfigurationError, DimensionMismatchError
 from rag_assets.retrieval.fusion import KEEP_WITHIN, RARE_TERM_MAX_CHUNKS
 from rag_assets.vocabulary.modes import FusionMethod, RetrievalMode, validate_top_k
 from rag_assets.retrieval.query_cache import LRUCache
@@ -41,7 +42,9 @@ from rag_assets.retrieval.terms import function_terms
 from rag_assets.index.generation import EMPTY
 from rag_assets.retrieval.snapshot import SearchSnapshot, SnapshotView
 from rag_assets.retrieval.ranking import Candidate, RankingConfig, diversify_candidates, rank_hybrid
-from rag_assets.retrieval.filters import Filters, split_tags
+from rag_assets.retrieval.filters import Filters
+from rag_assets.retrieval.query_text import validate_query
+from rag_assets.retrieval.search_result import SearchResult
 from rag_assets.retrieval.windows import GAP_TOKENS, join_passages, passages, stored_tokens, window_tokens
 
 log = logging.getLogger(__name__)
@@ -68,101 +71,6 @@ def keyword_rows_with_zeros(scores: np.ndarray, depth: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     top = np.argpartition(-scores, k - 1)[:k]
     return top[np.lexsort((top, -scores[top]))]
-
-
-def validate_query(query: Any, max_chars: int) -> str:
-    """The query without format characters (zero-width spaces, BOM, ...) or surrounding whitespace;
-    InvalidQueryError when nothing visible is left, no letter or digit, or it is too long."""
-    if query is None:
-        raise InvalidQueryError("query is required: got None")
-    if not isinstance(query, str):
-        raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
-    text = "".join(ch for ch in query if unicodedata.category(ch) != "Cf").strip()
-    if not any(_visible(ch) for ch in text):
-        raise InvalidQueryError("query is empty: ask a question with at least one visible character")
-    if not any(unicodedata.category(ch)[0] in "LN" for ch in text):
-        # "???" or "..." embeds to something close to everything: it would pass the threshold
-        raise InvalidQueryError(f"query has no words: {text[:40]!r} has no letter or digit; ask a question")
-    if len(text) > max_chars:
-        raise InvalidQueryError(
-            f"query is too long: {len(text)} characters, the limit is {max_chars} (RAG_MAX_QUERY_CHARS)"
-        )
-    return text
-
-
-def _visible(ch: str) -> bool:
-    # separators (Z*), controls/format/unassigned (C*) and lone combining marks (Mn, Me) draw nothing
-    category = unicodedata.category(ch)
-    return category[0] not in "ZC" and category not in ("Mn", "Me")
-
-
-@dataclass
-class SearchResult:
-    chunk_id: str
-    doc_path: str
-    section: str
-    heading_breadcrumb: str
-    text: str
-    score: float  # the mode's ranking score: cosine (vector), BM25 (keyword), RRF (hybrid)
-    chunk_index: int = 0
-    metadata: dict[str, Any] = field(default_factory=dict)
-    # the chance that the chunk is relevant to the question, in [0, 1] (relevance.py); set in every mode
-    relevance: float | None = None
-    cosine: float | None = None  # dense cosine of query and chunk, set in every mode
-    # the chunk with its neighbours in its section, up to RAG_CONTEXT_TOKENS ("" when that is 0):
-    # the text an answer is given (windows.py); context_tokens = its size in tiktoken tokens
-    context: str = ""
-    context_tokens: int = 0
-    # other chunks of this result's section that the ranking found, best first (collapsed into it by
-    # diversity): the context reaches for them too (windows.passages)
-    section_hits: list[str] = field(default_factory=list, repr=False)
-
-    @classmethod
-    def from_chunk(cls, chunk_id: str, text: str, metadata: dict[str, Any], score: float,
-                   cosine: float | None = None) -> "SearchResult":
-        meta = metadata or {}
-        return cls(
-            chunk_id=chunk_id,
-            doc_path=str(meta.get("doc_path", "")),
-            section=str(meta.get("section", "")),
-            heading_breadcrumb=str(meta.get("heading_breadcrumb", "")),
-            text=text,
-            score=score,
-            chunk_index=int(meta.get("chunk_index", 0)),
-            metadata=_presented(meta),
-            cosine=cosine,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        data = {
-            "chunk_id": self.chunk_id,
-            "doc_path": self.doc_path,
-            "section": self.section,
-            "heading_breadcrumb": self.heading_breadcrumb,
-            "text": self.text,
-            "score": round(float(self.score), 6),
-        }
-        if self.relevance is not None:
-            data["relevance"] = round(float(self.relevance), 6)
-        if self.cosine is not None:
-            data["cosine"] = round(float(self.cosine), 6)
-        if self.context:
-            data["context"] = self.context
-            data["context_tokens"] = self.context_tokens
-        return data
-
-
-LIST_KEYS = ("tags", "learning_objectives")  # the ingestion contract's list fields
-
-
-def _presented(meta: dict[str, Any]) -> dict[str, Any]:
-    """Stored metadata as results hand it on: the list fields (`tags`, `learning_objectives`), stored
-    as one "a, b" string (Chroma metadata holds no lists), as the lists they were in the frontmatter."""
-    out = dict(meta)
-    for key in LIST_KEYS:
-        if key in out:
-            out[key] = split_tags(out[key])
-    return out
 
 
 def _note_section_hits(results: list[SearchResult], ranked: list[Candidate], mates: dict[str, list[Candidate]]) -> None:

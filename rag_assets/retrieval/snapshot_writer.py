@@ -1,6 +1,6 @@
 """Committing changes to the search snapshot: what an ingest does right after each write to the store.
 
-The index step (rag_assets.ingest.stages.run_index) writes a group of documents to the store, then
+The index step (rag_assets.ingest.index_stage.run_index) writes a group of documents to the store, then
 hands the same chunks and vectors to ``SnapshotWriter.replace``, still holding the documents' locks and
 before it records them indexed; the catalog step hands the documents it removed to ``remove``. A
 commit writes the new documents as a segment (tokenised here, once: queries never tokenise a chunk),

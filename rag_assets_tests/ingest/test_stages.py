@@ -73,9 +73,9 @@ def test_stale_documents_says_why_and_reads_no_payload(corpus, local_embedder):
 
 
 def test_stages_run_in_windows_and_report_progress(corpus, local_embedder, monkeypatch):
-    import rag_assets.ingest.stages as ingestion
+    import rag_assets.ingest.stage_windows as stage_windows
 
-    monkeypatch.setattr(ingestion, "WINDOW_DOCS", 3)  # several windows over 11 documents
+    monkeypatch.setattr(stage_windows, "WINDOW_DOCS", 3)  # several windows over 11 documents
     tmp_path, refs = corpus
     stages = StageStore(tmp_path / "state")
     events: list[ProgressEvent] = []
@@ -87,9 +87,9 @@ def test_stages_run_in_windows_and_report_progress(corpus, local_embedder, monke
 
 
 def test_a_dead_embedding_service_fails_the_rest_of_the_run_at_once(corpus, local_embedder, monkeypatch):
-    import rag_assets.ingest.stages as ingestion
+    import rag_assets.ingest.embed_stage as embed_stage
 
-    monkeypatch.setattr(ingestion, "EMBED_GROUP_CHUNKS", 1)  # one document per group: many calls would be made
+    monkeypatch.setattr(embed_stage, "EMBED_GROUP_CHUNKS", 1)  # one document per group: many calls would be made
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     tmp_path, refs = corpus
     stages = StageStore(tmp_path / "state")
