@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from rag_assets.config import DEFAULT_OPENAI_MODEL, ENV_VARS, EmbeddingSettings
+from rag_assets.config import DEFAULT_OPENAI_MODEL, DEFAULTS, ENV_VARS, EmbeddingSettings
 from rag_assets.embedding.base import TokenLimit, document_texts, l2_normalise
 from rag_assets.embedding.circuit_breaker import CircuitBreaker
 from rag_assets.embedding.openai_responses import MalformedResponse, vectors_of
@@ -63,10 +63,10 @@ _KEY_LIKE = re.compile(r"sk-[A-Za-z0-9_\-*]{6,}")
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
 # Defaults for direct construction; config.Settings holds the configured values (RAG_OPENAI_*).
-DEFAULT_CONCURRENCY = 4
-DEFAULT_MAX_BATCH_TOKENS = 300_000
-DEFAULT_BREAKER_FAILURES = 2
-DEFAULT_BREAKER_COOLDOWN_SECONDS = 30.0
+DEFAULT_CONCURRENCY = DEFAULTS["openai_concurrency"]
+DEFAULT_MAX_BATCH_TOKENS = DEFAULTS["openai_max_batch_tokens"]
+DEFAULT_BREAKER_FAILURES = DEFAULTS["openai_breaker_failures"]
+DEFAULT_BREAKER_COOLDOWN_SECONDS = DEFAULTS["openai_breaker_cooldown_seconds"]
 
 
 class _Cancelled(Exception):
@@ -88,9 +88,9 @@ class OpenAIEmbedder(TokenLimit):
         model_name: str = DEFAULT_OPENAI_MODEL,
         *,
         base_url: str | None = None,
-        batch_size: int = 100,
-        max_retries: int = 5,
-        timeout_seconds: float = 30.0,
+        batch_size: int = DEFAULTS["openai_batch_size"],
+        max_retries: int = DEFAULTS["openai_max_retries"],
+        timeout_seconds: float = DEFAULTS["openai_timeout_seconds"],
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
         concurrency: int = DEFAULT_CONCURRENCY,

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from rag_assets.config import ENV_VARS
 from rag_assets.errors import RagError
 from rag_assets.index.locks import ingest_lock_file
 
 # how long a `rag ingest` waits for another one to finish; unset or negative: as long as it takes
-INGEST_LOCK_TIMEOUT_VAR = "RAG_INGEST_LOCK_TIMEOUT"
+INGEST_LOCK_TIMEOUT_VAR = ENV_VARS["ingest_lock_timeout"]
 
 
 class IngestBusyError(RagError):

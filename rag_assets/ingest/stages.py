@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Sequence
 
+from rag_assets.config import DEFAULTS
 from rag_assets.ingest import mdx
 from rag_assets.ingest.chunking import ChunkingConfig
 from rag_assets.ingest.document import (ChunkSettings, ParseSettings, chunk_blocks, parse_document, split_document,
@@ -96,7 +97,7 @@ def stale_documents(refs: Sequence[DocumentRef], stages: StageStore, fingerprint
 
 # 1-2. frontmatter -----------------------------------------------------------------------------
 def run_parse(refs: Sequence[DocumentRef], stages: StageStore, progress: Reporter = no_progress,
-              policy: MetadataPolicy = MetadataPolicy(), max_file_bytes: int = 5_000_000) -> StageReport:
+              policy: MetadataPolicy = MetadataPolicy(), max_file_bytes: int = DEFAULTS["max_file_bytes"]) -> StageReport:
     """Frontmatter parsed, MDX rendered with imported snippets expanded (rag_assets.ingest.snippets),
     and the guaranteed metadata filled in (rag_assets.ingest.document_metadata); a document that
     misses required metadata fails by name (InvalidDocumentError)."""
