@@ -140,7 +140,8 @@ def duplicates_of(vectors: np.ndarray, texts: Sequence[str], known: Sequence[boo
     if known is not None:
         found = np.asarray(known, dtype=bool)
         close &= found[:, None] & found[None, :]
-    same = np.array([[a == b for b in texts] for a in texts], dtype=bool).reshape(n, n)
+    text_ids = np.unique(np.asarray(texts, dtype=object), return_inverse=True)[1].reshape(n)
+    same = text_ids[:, None] == text_ids[None, :]
     return close | same | np.eye(n, dtype=bool)
 
 
