@@ -16,7 +16,8 @@ docs/benchmarks.md):
   "as close as unrelated text" and 1 "as close as a question to its answer" for every embedder.
 - ``best_similarity``: the same for the best of the first BEST_OF results (how well the question is
   answered at all); ``margin``: the result's similarity less the mean of the first BEST_OF results'
-  (how far it stands out of its ranking).
+  (how far it stands out of its ranking; places a short ranking could not fill count as unrelated text,
+  similarity 0).
 - ``coverage``: the share of the question's keyword weight (BM25 idf of its terms that some chunk of the
   index holds; function words such as "during" left out: terms.FUNCTION_WORDS) that the chunk holds; ``best_coverage`` likewise for the best of the first BEST_OF
   results; ``heading_coverage``: the share its header (title > h1 > h2) holds; ``heading_match``: 1 when
@@ -24,12 +25,26 @@ docs/benchmarks.md):
 - ``unknown_terms``: the share of that weight in terms no chunk of the index holds (a question about
   something the corpus never names).
 - ``log_rank``: log of the result's place in the ranking (1-based).
+- ``known_terms``: log(1 + the number of the question's keyword terms some chunk holds): how much a
+  coverage is made of (a long, paraphrased question covers less of itself in any chunk than a short one).
+- ``rarest_term``: 1 when the result holds the question's rarest known term (highest idf: what singles
+  out its subject, "Lambda" in "deploy to AWS Lambda"), else 0.
+- ``heading_per_term``: ``heading_coverage`` divided by the number of the question's known terms. A
+  header is a few words: it can hold all of a one-word question ("What can I do during movement?" under
+  "Movement Phase") but only part of a long one, so the raw share mixes a question's length with how well
+  the header names its subject; per term, the header of a short question's section counts fully and a
+  long question's partial overlap little. (The raw share, fitted on sites with headings, read every
+  result of a corpus without headings, covid-qa-dev's papers, as less relevant: docs/benchmarks.md.)
+- ``lead``: the first result's similarity less the second's (near-duplicates collapsed; no second: 0,
+  unrelated text): a ranking whose first result stands apart from the rest.
 
-The ranking's features (best_*, margin, log_rank) read it with near-duplicates collapsed into their first
-copy (duplicates_of, distinct_ranks): a page in two versions is one answer, and its copy ranked second
-must not make it look like a ranking nothing stands out of.
+The ranking's features (best_*, margin, log_rank, lead) read it with near-duplicates collapsed into their
+first copy (duplicates_of, distinct_ranks): a page in two versions is one answer, and its copy ranked
+second must not make it look like a ranking nothing stands out of.
 
-A calibration names the features it uses, in its order (``Calibration.features``).
+A calibration names the features it uses, in its order (``Calibration.features``); features() computes
+every one of FEATURES (the shipped model uses eleven: not ``heading_coverage`` nor ``heading_match``, which
+the benchmark's comparison still fits).
 
 The raw cosine stays on each result as ``cosine``.
 """
@@ -52,7 +67,7 @@ CALIBRATION_FILE = Path(__file__).with_name("relevance_calibration.json")
 BEST_OF = 5  # "the best results": the first this many of a ranking
 NEAR_DUPLICATE = 0.98  # two results' vectors this close: one text twice (a page in two versions), not two answers
 FEATURES = ("similarity", "best_similarity", "margin", "coverage", "best_coverage", "heading_coverage",
-            "unknown_terms", "log_rank", "heading_match")  # every feature features() computes, in its columns' order
+            "unknown_terms", "log_rank", "heading_match", "known_terms", "rarest_term", "heading_per_term", "lead")  # every feature features() computes, in its columns' order
 
 
 @dataclass(frozen=True)
@@ -172,18 +187,29 @@ def features(evidence: Evidence) -> np.ndarray:
         heading = (known[:, None] * evidence.in_header).sum(axis=0) / weight
     else:
         coverage, heading = np.zeros(n), np.zeros(n)
+    rarest = evidence.present[int(np.argmax(known))].astype(np.float64) if weight > 0 else np.zeros(n)
+    known_count = int(np.count_nonzero(evidence.known))
     first, rank = distinct_ranks(evidence.duplicates, n)
     head = np.flatnonzero((first == np.arange(n)) & (rank <= BEST_OF))  # the first BEST_OF distinct results
+    # a place the ranking could not fill (an index of four chunks, a keyword search that matched two) is
+    # read as unrelated text (similarity 0), not as a copy of what it found: a one-chunk corpus's only
+    # answer stands out of its ranking as much as it would among unrelated pages
+    filled = np.concatenate([similarity[head], np.zeros(BEST_OF - len(head))])
+    lead = filled[0] - filled[1]
     return np.column_stack([
         similarity,
         np.full(n, similarity[head].max()),
-        similarity - similarity[head].mean(),
+        similarity - filled.mean(),
         coverage,
         np.full(n, coverage[head].max()),
         heading,
         np.full(n, unknown),
         np.log(rank.astype(np.float64)),
         (heading >= 1.0 - 1e-9).astype(np.float64) if weight > 0 else np.zeros(n),
+        np.full(n, np.log1p(known_count)),
+        rarest,
+        heading / max(known_count, 1),
+        np.full(n, lead),
     ])
 
 

@@ -28,16 +28,42 @@ def test_the_features_of_a_ranking():
     assert x.shape == (3, len(FEATURES))
     assert column(x, "similarity") == pytest.approx([1.0, 0.5, 0.0])  # (cosine - background) / contrast
     assert column(x, "best_similarity") == pytest.approx([1.0] * 3)
-    assert column(x, "margin") == pytest.approx([0.5, 0.0, -0.5])  # less the mean of the best results
+    # less the mean of the best five results, the two places three results leave read as unrelated text (0)
+    assert column(x, "margin") == pytest.approx([0.7, 0.2, -0.3])
     # the known terms' weight (2 + 1): all of it, a third of it, none; the header holds the first term
     assert column(x, "coverage") == pytest.approx([1.0, 1 / 3, 0.0])
     assert column(x, "heading_coverage") == pytest.approx([2 / 3, 0.0, 0.0])
     assert column(x, "unknown_terms") == pytest.approx([0.5] * 3)  # idf 3 of 6 in a term no chunk holds
     assert column(x, "log_rank") == pytest.approx(np.log([1, 2, 3]))
     assert column(x, "heading_match") == pytest.approx([0.0] * 3)  # the header holds 2 of the 3 known
+    assert column(x, "known_terms") == pytest.approx([np.log(3)] * 3)  # two terms some chunk holds
+    assert column(x, "rarest_term") == pytest.approx([1.0, 0.0, 0.0])  # the known term of idf 2, not the unknown one
+    assert column(x, "heading_per_term") == pytest.approx([1 / 3, 0.0, 0.0])  # heading_coverage / 2 known terms
+    assert column(x, "lead") == pytest.approx([0.5] * 3)  # the first result's similarity less the second's
     named = features(evidence([0.65, 0.35, 0.05], in_header=((1, 0, 0), (1, 0, 0), (1, 1, 1))))
     assert column(named, "heading_match") == pytest.approx([1.0, 0.0, 0.0])  # every known term (not the unknown)
     assert features(evidence([])).shape == (0, len(FEATURES))
+
+
+def test_a_header_naming_a_short_questions_subject_counts_more_than_a_long_questions_partial_overlap():
+    """heading_per_term: "What can I do during movement?" under "Movement Phase" (the header holds the
+    question's one term) reads 1; a six-term question whose header holds the same share of its weight in one
+    term reads a sixth as much. Its raw heading_coverage would read them alike."""
+    short = features(evidence([0.35, 0.05], idf=(1.5,), known=(True,), present=((1, 0),), in_header=((1, 0),)))
+    idf = (1.5, 0.0, 0.0, 0.0, 0.0, 0.0)  # the other five terms held by every chunk: no weight of their own
+    long = features(evidence([0.35, 0.05], idf=idf, known=(True,) * 6, present=((1, 0),) * 6,
+                             in_header=((1, 0),) + ((0, 0),) * 5))
+    assert column(short, "heading_coverage")[0] == pytest.approx(column(long, "heading_coverage")[0]) == pytest.approx(1.0)
+    assert column(short, "heading_per_term")[0] == pytest.approx(1.0)
+    assert column(long, "heading_per_term")[0] == pytest.approx(1 / 6)
+
+
+def test_places_a_short_ranking_leaves_empty_read_as_unrelated_text():
+    """A one-chunk corpus's only result (rag serve over a corpus of one page) stands out of its ranking as
+    it would among unrelated pages, not as a ranking where nothing stands out (margin 0, lead 0)."""
+    one = features(evidence([0.35], present=((1,), (0,), (0,)), in_header=((0,), (0,), (0,))))
+    # a one-chunk index's only result stands apart from the unrelated text no second result is
+    assert column(one, "lead") == pytest.approx([0.5]) and column(one, "margin") == pytest.approx([0.4])
 
 
 def test_the_features_do_not_depend_on_an_embedders_cosine_range():
