@@ -11,9 +11,11 @@ result irrelevant) in each mode, 10 results a question, and keeps what the featu
 (relevance.Evidence; the results' cosines with each other and which share a text, for
 relevance.duplicates_of; the question's cosines with its 100 nearest chunks, for trying features read off
 the corpus) with the labels in ``<workdir>/relevance/<embedder>/<corpus>.json``. The first
-entry, not any entry: the eval sets label their questions unevenly (claude-docs names two sources for 3
-questions in 4, the others one), and a probability fitted on one corpus's density of labels is off by
-that much on another's (the "any expected entry" row of the comparison table). ``--embedder`` indexes with another model
+entry, not any entry: the eval sets label their questions unevenly (two or more expected entries for 83 of
+claude-docs' 100 questions, 24 of fastapi's 60, 3 of textbook's 40, none of covid-qa-dev's 250), and a
+probability fitted on one corpus's density of labels is off by that much on another's (the "labelled by
+any expected entry" rows of the comparison table). The price: a result that satisfies a question's second
+entry counts as not relevant (fastapi's "How do I add a WebSocket route...?" ranks its second entry first). ``--embedder`` indexes with another model
 (RAG_EMBEDDING_MODEL, e.g. multilingual-e5-small) into ``<workdir>/<embedder>/``.
 
 ``fit`` fits the logistic model (SHIPPED of relevance.FEATURES; every corpus weighs the same, and within it every
@@ -22,9 +24,12 @@ and the default threshold (choose_threshold) chosen on the three others, scored 
 (the first 5 of a ranking; 10 equal-width bins), area under the ROC curve of the gate (the best relevance
 of the first 5) between answerable and unanswerable questions, and at the threshold the share of
 answerable questions that pass and of unanswerable ones refused. The same for the previous gate (mean
-cosine of the first 5, threshold 0.25) beside it. ``--write`` writes the model fitted on all four
-corpora, with its threshold, to rag_assets/retrieval/relevance_calibration.json; ``--check-embedder``
-scores that model, unchanged, on questions collected with another embedder.
+cosine of the first 5, threshold 0.25) beside it; how much of each ECE is the sample's size (ece_spread);
+and every feature set of FEATURE_SETS held out the same way, with its log loss on corpora it was not
+fitted on and what its model gives on the rules-bot contract's own queries and fixture (contract_rows:
+indexed in ``<workdir>/relevance/contract/``), from which SHIPPED was chosen. ``--write`` writes the
+model fitted on all four corpora, with its threshold, to rag_assets/retrieval/relevance_calibration.json;
+``--check-embedder`` scores that model, unchanged, on questions collected with another embedder.
 """
 
 from __future__ import annotations
@@ -61,7 +66,6 @@ OUTPUT = HERE.parent / "rag_assets" / "retrieval" / "relevance_calibration.json"
 # -- collect ------------------------------------------------------------------------------------
 def collect(workdir: Path, embedder_name: str | None, names: list[str]) -> None:
     from rag_assets.evaluation import load_eval_set
-    from rag_assets.evaluation.matching import entry_matches
     from rag_assets.retrieval.relevance import anchors_for
 
     label = embedder_name or "default"
@@ -77,32 +81,38 @@ def collect(workdir: Path, embedder_name: str | None, names: list[str]) -> None:
         questions += [(row["question"], [], row["kind"]) for row in map(json.loads, (UNANSWERABLE / f"{name}.jsonl")
                                                                          .read_text().splitlines()) if row]
         questions += heading_queries(retriever)
-        view = retriever.view()
-        rows = []
-        for text, expected, kind in questions:
-            vector = retriever.embed_query(text)
-            for mode in MODES:
-                results = retriever.search(text, mode, TOP_K)
-                found = [view.row(r.chunk_id) for r in results]
-                idf, known, present, in_header = view.term_presence(text, [-1 if f is None else f for f in found])
-                vectors = view.vectors([0 if f is None else f for f in found])
-                rows.append({
-                    "question": text, "kind": kind, "mode": mode,
-                    "labels": [int(any(entry_matches(e, r) for e in expected)) for r in results],
-                    "primary": [int(bool(expected) and entry_matches(expected[0], r)) for r in results],
-                    "cosines": [float(r.cosine or 0.0) for r in results],
-                    "relevance": [float(r.relevance or 0.0) for r in results],
-                    "background": anchors.background(vector), "contrast": anchors.contrast,
-                    "idf": idf.tolist(), "known": known.tolist(), "present": present.astype(int).tolist(),
-                    "in_header": in_header.astype(int).tolist(),
-                    "pairwise": np.round(vectors @ vectors.T, 4).tolist(),
-                    "same_text": [[int(a.text == b.text) for b in results] for a in results],
-                    "deep": np.round(view.nearest(vector, DEEP)[1], 4).tolist(),
-                })
+        rows = [ranking_row(retriever, anchors, text, expected, kind, mode)
+                for text, expected, kind in questions for mode in MODES]
         (out_dir / f"{name}.json").write_text(json.dumps({"corpus": name, "model": retriever.embedder.model_name,
                                                           "build": built, "rows": rows}))
         print(f"{name}: {len(questions)} questions x {len(MODES)} modes in {time.perf_counter() - started:.0f} s"
               f" ({retriever.embedder.model_name}; index {'built' if built else 'reused'})", flush=True)
+
+
+def ranking_row(retriever, anchors, text: str, expected: list, kind: str, mode: str, top_k: int = TOP_K) -> dict:
+    """One question's ranking in one mode, labelled, with what its features are made of."""
+    from rag_assets.evaluation.matching import entry_matches
+
+    view = retriever.view()
+    vector = retriever.embed_query(text)
+    results = retriever.search(text, mode, top_k)
+    found = [view.row(r.chunk_id) for r in results]
+    idf, known, present, in_header = view.term_presence(text, [-1 if f is None else f for f in found])
+    vectors = view.vectors([0 if f is None else f for f in found])
+    return {
+        "question": text, "kind": kind, "mode": mode,
+        "labels": [int(any(entry_matches(e, r) for e in expected)) for r in results],
+        "primary": [int(bool(expected) and entry_matches(expected[0], r)) for r in results],
+        "sections": [r.metadata.get("section") for r in results],
+        "cosines": [float(r.cosine or 0.0) for r in results],
+        "relevance": [float(r.relevance or 0.0) for r in results],
+        "background": anchors.background(vector), "contrast": anchors.contrast,
+        "idf": idf.tolist(), "known": known.tolist(), "present": present.astype(int).tolist(),
+        "in_header": in_header.astype(int).tolist(),
+        "pairwise": np.round(vectors @ vectors.T, 4).tolist(),
+        "same_text": [[int(a.text == b.text) for b in results] for a in results],
+        "deep": np.round(view.nearest(vector, DEEP)[1], 4).tolist(),
+    }
 
 
 def heading_queries(retriever, count: int = HEADING_QUERIES) -> list[tuple[str, list, str]]:
@@ -225,18 +235,17 @@ def rates(gates, threshold: float, old: bool = False) -> tuple[float, float]:
 
 
 def choose_threshold(data: dict[str, list[dict]], model) -> float:
-    """The threshold the default ships: of those that pass 90 % of the answerable questions of every corpus
-    given, the one with the best mean balanced accuracy (answerable passed, unanswerable refused) over
-    them, hybrid mode."""
-    best, score = 0.01, -1.0
+    """The threshold the default ships: the one whose worst margin to the two targets over the corpora
+    given (answerable passed - 90 %, unanswerable refused - 80 %, each corpus, hybrid mode) is largest;
+    ties to the lower (the one that refuses less). The gate is there for both targets, so neither is
+    traded for the other on a corpus it was not chosen on. (Before: the best mean balanced accuracy of
+    those that pass 90 % everywhere, which pushes the threshold up to the edge of the pass target.)"""
     gates = [scores(rows, model, "hybrid")[0] for rows in data.values()]
+    best, margin = 0.01, -math.inf
     for t in np.arange(0.01, 0.96, 0.01):
-        each = [rates(g, float(t)) for g in gates]
-        if min(passed for passed, _ in each) < 0.9:
-            continue
-        mean = statistics.fmean((passed + refused) / 2 for passed, refused in each)
-        if mean > score:
-            best, score = float(t), mean
+        worst = min(min(passed - 0.9, refused - 0.8) for passed, refused in (rates(g, float(t)) for g in gates))
+        if worst > margin + 1e-12:
+            best, margin = float(t), worst
     return round(best, 2)
 
 
@@ -262,35 +271,167 @@ def held_out_table(data: dict[str, list[dict]], names: tuple[str, ...], modes=MO
     return lines, summary
 
 
-# The features shipped: every one but heading_match. Without heading_coverage the held-out calibration
-# is better on every corpus (covid-qa-dev's papers have no headings to cover: 0.059 -> 0.044; fastapi 0.063
-# -> 0.046), but a short question naming a section then reads as barely relevant (the rules-bot contract's
-# "What can I do during movement?": 0.33, 0.65 with heading_match, where its Contract Test 1 asks >= 0.8).
-SHIPPED = ("similarity", "best_similarity", "margin", "coverage", "best_coverage", "heading_coverage",
-           "unknown_terms", "log_rank")
-WITHOUT_HEADINGS = tuple(f for f in SHIPPED if f != "heading_coverage")
+# The features shipped. Chosen among FEATURE_SETS (below) by the one rule that does not read a held-out
+# corpus's figures: of the sets whose model, fitted on all four corpora, meets the rules-bot contract's own
+# figures on its fixture (contract_figures: "What can I do during movement?" >= 0.8 with "Movement Phase" first,
+# "How do I cook pasta?" < 0.6 and refused, "Barricade rules" with "Barricade" first), the one with the lowest
+# log loss when each corpus is scored by the model fitted on the three others (selection_table).
+SHIPPED = ("similarity", "best_similarity", "margin", "coverage", "best_coverage", "unknown_terms", "log_rank",
+           "known_terms", "heading_per_term", "rarest_term", "lead")
+PREVIOUS = ("similarity", "best_similarity", "margin", "coverage", "best_coverage", "heading_coverage",
+            "unknown_terms", "log_rank")  # shipped until 2026-11-28 (main ae15aba)
+BASE = tuple(f for f in PREVIOUS if f != "heading_coverage")
 FEATURE_SETS = {  # label: (features; heading queries in training; the label)
     "cosine only": (("similarity",), False, "primary"),
     "cosine and ranking": (("similarity", "best_similarity", "margin", "log_rank"), False, "primary"),
-    "shipped, labelled by any expected entry": (SHIPPED, False, "labels"),
-    "shipped, heading queries in training too": (SHIPPED, True, "primary"),
-    "shipped without heading_coverage": (WITHOUT_HEADINGS, False, "primary"),
-    "shipped, heading_match instead of heading_coverage": (WITHOUT_HEADINGS + ("heading_match",), False, "primary"),
+    "previous (heading_coverage)": (PREVIOUS, False, "primary"),
+    "previous, labelled by any expected entry": (PREVIOUS, False, "labels"),
+    "previous, heading queries in training too": (PREVIOUS, True, "primary"),
+    "previous without heading_coverage": (BASE, False, "primary"),
+    "previous, heading_match instead of heading_coverage": (BASE + ("heading_match",), False, "primary"),
+    "previous + known_terms, rarest_term": (PREVIOUS + ("known_terms", "rarest_term"), False, "primary"),
+    "heading_per_term, known_terms": (BASE + ("known_terms", "heading_per_term"), False, "primary"),
+    "heading_per_term, known_terms, rarest_term": (BASE + ("known_terms", "heading_per_term", "rarest_term"), False,
+                                                   "primary"),
+    "heading_per_term, known_terms, rarest_term, heading_match": (
+        BASE + ("known_terms", "heading_per_term", "rarest_term", "heading_match"), False, "primary"),
     "shipped": (SHIPPED, False, "primary"),
+    "shipped, labelled by any expected entry": (SHIPPED, False, "labels"),
 }
 
 
-def compare_feature_sets(data: dict[str, list[dict]]) -> list[str]:
-    """Held-out means (hybrid) of each feature set: what each group of features adds."""
-    lines = ["| features | mean held-out ECE | mean AUROC | mean answerable pass | mean unanswerable refused |",
-             "|---|---|---|---|---|"]
+CONTRACT_QUERIES = {  # the rules-bot contract's queries: the fixture they run on, the section that must come first
+    "What can I do during movement?": ("rules", "Movement Phase"),
+    "Barricade rules": ("rules", "Barricade"),
+    "How do I cook pasta?": ("weapons", None),
+}
+
+
+def contract_rows(workdir: Path) -> dict[str, dict]:
+    """The rules-bot contract's queries, ranked (hybrid, its max_chunks 5) on its fixture documents
+    (rag_assets_tests/support/contract_documents.py: "rules-1-phases.md" and "weapon-rules.md"; "weapon-rules.md"
+    alone for the pasta question) as collect ranks the corpora's questions: {query: row}."""
+    import shutil
+
+    from rag_assets.retrieval.relevance import anchors_for
+    from rag_assets.retrieval.retriever import Retriever
+    from rag_assets_tests.support.contract_documents import PHASES, WEAPONS, contract_settings
+    from rag_assets_tests.support.index_builder import build_index
+
+    fixtures = {"rules": {"rules-1-phases.md": PHASES, "weapon-rules.md": WEAPONS}, "weapons": {"weapon-rules.md": WEAPONS}}
+    rows = {}
+    for fixture, documents in fixtures.items():
+        root = workdir / "relevance" / "contract" / fixture
+        shutil.rmtree(root, ignore_errors=True)
+        settings = contract_settings(root)
+        for name, text in documents.items():
+            (settings.docs_dir / name).write_text(text, encoding="utf-8")
+        build_index(settings.docs_dir, settings)
+        retriever = Retriever.from_settings(settings)
+        anchors = anchors_for(retriever.embedder, settings.cache_dir)
+        for query, (at, _) in CONTRACT_QUERIES.items():
+            if at == fixture:
+                rows[query] = ranking_row(retriever, anchors, query, [], "contract", "hybrid", top_k=5)
+    return rows
+
+
+def contract_figures(rows: dict[str, dict], model, threshold: float) -> tuple[bool, str]:
+    """(whether the model meets the contract's figures, what it gives): avg_relevance (the mean relevance
+    of the results that reach the threshold) >= 0.8 and the named section first for the movement question,
+    < 0.6 and refused for the pasta question, the named section first (by relevance, as RAGContext orders
+    them) for "Barricade rules"."""
+    said, meets = [], True
+    for query, (_, section) in CONTRACT_QUERIES.items():
+        p = predict(model, row_features(rows[query]))
+        first = rows[query]["sections"][int(np.argmax(p))]
+        passing = p[p >= threshold]
+        avg = float(passing.mean()) if len(passing) else float(p.max())
+        if section is None:
+            meets &= avg < 0.6 and not len(passing)
+            said.append(f"pasta {avg:.2f}{' refused' if not len(passing) else ' passed'}")
+        else:
+            meets &= first == section and (avg >= 0.8 if section == "Movement Phase" else True)
+            said.append(f"{section} {avg:.2f}" + ("" if first == section else f" ({first} first)"))
+    return meets, "; ".join(said)
+
+
+def inner_log_loss(data: dict[str, list[dict]], names, headings: bool, label: str) -> float:
+    """Mean over the corpora of the handed-on results' log loss (hybrid), each corpus scored by the model
+    fitted on the others: how well a feature set generalises to a corpus it was not fitted on, read
+    without a target's threshold."""
+    losses = []
+    for held in data:
+        model = fit({n: rows for n, rows in data.items() if n != held}, names, headings, label)
+        _, p, y = scores(data[held], model, "hybrid", label)
+        p = np.clip(p, 1e-6, 1 - 1e-6)
+        losses.append(float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))))
+    return statistics.fmean(losses)
+
+
+def compare_feature_sets(data: dict[str, list[dict]], contract: dict[str, dict] | None) -> list[str]:
+    """Each feature set: its held-out figures (hybrid; mean and the worst corpus's ECE), its log loss on a
+    corpus it was not fitted on, and what its model fitted on all four gives on the contract's fixture."""
+    lines = ["| features | mean held-out ECE | worst ECE | mean AUROC | mean answerable pass | mean unanswerable "
+             "refused | log loss held out | rules-bot contract (fitted on all four) |", "|---|---|---|---|---|---|---|---|"]
     for title, (names, headings, label) in FEATURE_SETS.items():
         _, summary = held_out_table(data, names, ("hybrid",), headings, label)
         rows = list(summary.values())
-        lines.append(f"| {title} | {statistics.fmean(r['ece'] for r in rows):.3f} | "
+        said = "—"
+        if contract is not None:
+            model = fit(data, names, headings, label)
+            meets, said = contract_figures(contract, model, choose_threshold(data, model))
+            said = ("meets: " if meets else "misses: ") + said
+        lines.append(f"| {title} | {statistics.fmean(r['ece'] for r in rows):.3f} | {max(r['ece'] for r in rows):.3f} | "
                      f"{statistics.fmean(r['auroc'] for r in rows):.3f} | {statistics.fmean(r['passed'] for r in rows):.1%} | "
-                     f"{statistics.fmean(r['refused'] for r in rows):.1%} |")
+                     f"{statistics.fmean(r['refused'] for r in rows):.1%} | {inner_log_loss(data, names, headings, label):.4f} | "
+                     f"{said} |")
     return lines
+
+
+def nested_selection(data: dict[str, list[dict]], contract: dict[str, dict]) -> list[str]:
+    """SHIPPED's rule applied inside each held-out fold: on the three training corpora alone, the set of
+    lowest held-out log loss among those whose model meets the contract (the lowest of all when none
+    does), then scored on the fourth. The selection above reads all four corpora; this one never reads
+    the corpus it is scored on."""
+    sets = {title: names for title, (names, headings, label) in FEATURE_SETS.items() if label == "primary" and not headings}
+    lines = ["| held out | set chosen on the three others | ECE | AUROC | threshold | answerable pass | unanswerable refused |",
+             "|---|---|---|---|---|---|---|"]
+    for held in data:
+        train = {n: rows for n, rows in data.items() if n != held}
+        ranked = []
+        for title, names in sets.items():
+            model = fit(train, names)
+            meets = contract_figures(contract, model, choose_threshold(train, model))[0]
+            ranked.append((inner_log_loss(train, names, False, "primary"), title, meets))
+        ranked.sort()
+        title = next((t for _, t, meets in ranked if meets), None)
+        note = "" if title else " (none meets the contract: the lowest log loss)"
+        title = title or ranked[0][1]
+        model = fit(train, sets[title])
+        threshold = choose_threshold(train, model)
+        gates, p, y = scores(data[held], model, "hybrid")
+        passed, refused = rates(gates, threshold)
+        lines.append(f"| {held} | {title}{note} | {ece(p, y):.3f} | "
+                     f"{auroc([g[1] for g in gates if g[0]], [g[1] for g in gates if not g[0]]):.3f} | {threshold:.2f} | "
+                     f"{passed:.1%} | {refused:.1%} |")
+    return lines
+
+
+def ece_spread(gates_rows: list[dict], model, label: str = "primary", draws: int = 1000, seed: int = 43):
+    """(the 95 % interval of the ECE over questions drawn again with replacement, the median ECE a perfectly
+    calibrated model would show on the same predictions): how much of an ECE is the sample's size."""
+    rng = np.random.default_rng(seed)
+    per_question = []
+    for r in gates_rows:
+        if r["mode"] == "hybrid" and r["kind"] in SCORED and r["cosines"]:
+            per_question.append((predict(model, row_features(r))[:HANDED_ON], np.asarray(r[label][:HANDED_ON], float)))
+    p = np.concatenate([q[0] for q in per_question])
+    drawn = []
+    for _ in range(draws):
+        pick = rng.integers(0, len(per_question), len(per_question))
+        drawn.append(ece(np.concatenate([per_question[i][0] for i in pick]), np.concatenate([per_question[i][1] for i in pick])))
+    floor = [ece(p, (rng.random(len(p)) < p).astype(float)) for _ in range(draws)]
+    return (float(np.percentile(drawn, 2.5)), float(np.percentile(drawn, 97.5))), float(np.median(floor))
 
 
 def fit_report(workdir: Path, write: bool, check_embedder: str | None, names: tuple[str, ...] | None = None) -> str:
@@ -312,11 +453,24 @@ def fit_report(workdir: Path, write: bool, check_embedder: str | None, names: tu
         refused = statistics.fmean(1.0 if g[1] < r["threshold"] else 0.0 for r in rows for g in r["gates"] if not g[0])
         a = auroc([g[1] for g in gates if g[0]], [g[1] for g in gates if not g[0]])
         lines.append(f"| {mode} | {ece(p, y):.3f} | {a:.3f} | {passed:.1%} | {refused:.1%} |")
-    lines += ["", "Each feature set, held out in turn (hybrid):", ""] + compare_feature_sets(data)
+    lines += ["", "How much of each held-out ECE (hybrid) is the sample: its 95 % interval over the questions drawn "
+              "again with replacement, and the ECE a perfectly calibrated model would show on the same predictions "
+              "(median of labels drawn from them):", "",
+              "| held out | ECE | 95 % interval | a calibrated model's ECE here |", "|---|---|---|---|"]
+    for held in data:
+        model = fit({n: rows for n, rows in data.items() if n != held}, names)
+        (low, high), floor = ece_spread(data[held], model)
+        lines.append(f"| {held} | {summary[(held, 'hybrid')]['ece']:.3f} | {low:.3f}–{high:.3f} | {floor:.3f} |")
+    contract = contract_rows(workdir)
+    lines += ["", "Each feature set, held out in turn (hybrid), and the rules-bot contract's figures of its model "
+              "fitted on all four:", ""] + compare_feature_sets(data, contract)
+    lines += ["", "The same choice made inside each fold (nested_selection: chosen on the three training corpora, "
+              "scored on the fourth; hybrid):", ""] + nested_selection(data, contract)
     model = fit(data, names)
     threshold = choose_threshold(data, model)
     lines += ["", f"Fitted on all four: threshold {threshold:.2f}; coefficients "
-              + ", ".join(f"{f} {c:+.3f}" for f, c in zip(names, model[1])) + f", intercept {model[2]:+.3f}."]
+              + ", ".join(f"{f} {c:+.3f}" for f, c in zip(names, model[1])) + f", intercept {model[2]:+.3f}; "
+              f"rules-bot contract: {contract_figures(contract, model, threshold)[1]}."]
     if check_embedder:
         other = load(workdir, check_embedder)
         lines += ["", f"The model fitted on all-MiniLM-L6-v2, unchanged, on {check_embedder}'s rankings:", "",

@@ -263,7 +263,7 @@ class Settings:
             "of the section out of its reach, one around that chunk (1 = one window)"))
     # calibrated for all-MiniLM-L6-v2 (benchmarks/retrieval_calibration.md; relevance_calibration.json)
     min_relevance: float = setting(
-        0.16, "RAG_MIN_RELEVANCE", RETRIEVAL, doc=(
+        0.17, "RAG_MIN_RELEVANCE", RETRIEVAL, doc=(
             "the gate: a result comes back when its calibrated relevance (the chance it is relevant, 0–1) reaches "
             "this; chosen with the calibration ([retrieval.md](retrieval.md), "
             "[benchmarks.md](benchmarks.md#calibrated-relevance))"))
