@@ -1,4 +1,4 @@
-"""OpenAI embeddings (or any OpenAI-compatible server via OPENAI_BASE_URL).
+"""OpenAI embeddings (or any OpenAI-compatible server: `base_url`, the settings' OPENAI_BASE_URL).
 
 Batching: inputs are counted in cl100k_base tokens (one longer than `max_input_tokens` is cut
 first: the API rejects, not truncates), sorted by that count, and packed into requests of at most
@@ -26,7 +26,6 @@ The API key never appears in a message, a log line or a repr.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import re
 import threading
@@ -38,7 +37,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from rag_assets.config import DEFAULT_OPENAI_MODEL, DEFAULTS, ENV_VARS, EmbeddingSettings
+from rag_assets.config import DEFAULT_OPENAI_MODEL, DEFAULTS, EmbeddingSettings
 from rag_assets.embedding.base import TokenLimit, document_texts, l2_normalise
 from rag_assets.embedding.circuit_breaker import CircuitBreaker
 from rag_assets.embedding.openai_responses import MalformedResponse, vectors_of
@@ -126,9 +125,10 @@ class OpenAIEmbedder(TokenLimit):
         self._counter: TokenCounter | None = None
         self._lock = threading.Lock()
         self._not_before = 0.0  # monotonic time before which no worker sends (rate-limit gate)
-        # the endpoint the client talks to: with no base_url, the openai client reads OPENAI_BASE_URL itself
-        endpoint = self.base_url or os.environ.get(ENV_VARS["openai_base_url"]) or DEFAULT_ENDPOINT
-        self._breaker = CircuitBreaker(_host(endpoint), breaker_failures, breaker_cooldown_seconds)
+        # the endpoint the client talks to: the one passed in (the settings' OPENAI_BASE_URL, resolved at the
+        # edge) or OpenAI's, never the environment's (the openai client given no base_url would read it)
+        self._endpoint = self.base_url or DEFAULT_ENDPOINT
+        self._breaker = CircuitBreaker(_host(self._endpoint), breaker_failures, breaker_cooldown_seconds)
 
     @classmethod
     def from_settings(cls, embedding: EmbeddingSettings, **overrides: Any) -> "OpenAIEmbedder":
@@ -174,7 +174,7 @@ class OpenAIEmbedder(TokenLimit):
                     from openai import OpenAI
 
                     self._client = OpenAI(
-                        api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_seconds
+                        api_key=self._api_key, base_url=self._endpoint, max_retries=0, timeout=self.timeout_seconds
                     )
         return self._client
 

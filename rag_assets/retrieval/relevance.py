@@ -150,6 +150,8 @@ def duplicates_of(vectors: np.ndarray, texts: Sequence[str], known: Sequence[boo
     vectors at cosine >= NEAR_DUPLICATE (the same page in two versions, a corpus holding two copies of a
     page). ``known``: whose vectors were found (the others compare by text only)."""
     n = len(texts)
+    if n == 0:  # reshape(0, -1) cannot infer a width: no results, no pairs
+        return np.zeros((0, 0), dtype=bool)
     v = np.asarray(vectors, dtype=np.float32).reshape(n, -1)
     close = (v @ v.T) >= NEAR_DUPLICATE if v.shape[1] else np.zeros((n, n), dtype=bool)
     if known is not None:

@@ -74,6 +74,45 @@ def test_a_settings_variable_is_written_only_in_its_declaration():
     assert not written, "read these through rag_assets.config (ENV_VARS, switch):\n" + "\n".join(written)
 
 
+# the functional core (plain Python given its settings' groups): none of it reads a setting from the environment
+CORE = ("ingest/", "index/", "retrieval/", "embedding/", "evaluation/", "answer/")
+# reads not yet moved to the edge: the tiktoken folder when a caller passes none (benchmarks, a directly built
+# OpenAIEmbedder)
+CORE_READS_LEFT = {"rag_assets/ingest/tokens.py: cache_dir"}
+
+
+def _environment_reads(tree: ast.AST):
+    """(line, setting) of every os.environ.get(ENV_VARS[x]), os.getenv(ENV_VARS[x]) and os.environ[ENV_VARS[x]]."""
+    def setting(node):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "ENV_VARS"
+                and isinstance(node.slice, ast.Constant)):
+            return node.slice.value
+        return None
+
+    def is_environ(node):
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and setting(node.args[0]):
+            func = node.func
+            if (isinstance(func, ast.Attribute) and ((func.attr == "get" and is_environ(func.value)) or func.attr == "getenv")):
+                yield node.lineno, setting(node.args[0])
+        elif isinstance(node, ast.Subscript) and is_environ(node.value) and isinstance(node.ctx, ast.Load) and setting(node.slice):
+            yield node.lineno, setting(node.slice)
+
+
+def test_the_core_reads_no_setting_from_the_environment():
+    read = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        if module.startswith(CORE):
+            for line, name in _environment_reads(ast.parse(path.read_text(encoding="utf-8"))):
+                read[f"rag_assets/{module}: {name}"] = line
+    assert set(read) == CORE_READS_LEFT, (
+        "settings are resolved at the edge and passed in (a base_url, a cache_dir), not read here: "
+        + ", ".join(f"{site} (line {line})" for site, line in read.items() if site not in CORE_READS_LEFT))
+
+
 @pytest.mark.parametrize("site", sorted(DUPLICATE_SITES, key=str), ids=lambda site: site[1] or site[0])
 def test_a_default_is_written_only_in_its_declaration(site):
     module, scope = site

@@ -335,6 +335,27 @@ def test_load_embedder_builds_an_openai_embedder_from_the_environment(server, tm
     assert large.embed_query("x").shape == (3072,)
 
 
+def test_an_embedder_given_no_base_url_talks_to_openai_not_to_the_environments_url(server, monkeypatch, tmp_path):
+    """OPENAI_BASE_URL is a setting, resolved at the edge (Settings -> load_embedder passes it in): an
+    embedder built without a base_url never reads it from the environment (nor lets the openai client)."""
+    import socket
+
+    with socket.socket() as free:  # a port nothing listens on: the way out to api.openai.com is closed, offline
+        free.bind(("127.0.0.1", 0))
+        dead_proxy = f"http://127.0.0.1:{free.getsockname()[1]}"
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, dead_proxy)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)  # NO_PROXY (the fixture): reachable, were it read
+    embedder = OpenAIEmbedder(api_key=SECRET, max_retries=1, timeout_seconds=2.0, tiktoken_cache_dir=tmp_path / "tiktoken")
+    with pytest.raises(EmbeddingError, match="connection error"):  # the closed way out
+        embedder.embed_query("x")
+    assert server.requests == []
+    # from the settings, the same variable is the endpoint
+    settings = Settings.from_env(env={"RAG_EMBEDDER": "openai", "OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": server.base_url,
+                                      "RAG_CACHE_DIR": str(tmp_path / "cache")})
+    np.testing.assert_allclose(load_embedder(settings.embedding).embed_query("x"), expected(["x"])[0], atol=1e-5)
+
+
 def test_the_key_never_appears_in_reprs_errors_or_logs(server, make_embedder, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)  # the root logger: openai's, httpx's and httpcore's debug lines too
     embedder = make_embedder(max_retries=2)

@@ -120,6 +120,14 @@ def test_a_near_duplicate_takes_the_place_of_its_first_copy():
     assert relevance.duplicates_of(np.zeros((2, 2)), ["same", "same"], [False, True]).all()
 
 
+def test_no_results_have_no_duplicates():
+    """An empty result list is a 0 x 0 matrix, whatever shape its (empty) vectors come in."""
+    for vectors in (np.zeros((0, 384), dtype=np.float32), np.zeros((0,)), []):
+        for known in (None, []):
+            copies = relevance.duplicates_of(vectors, [], known)
+            assert copies.shape == (0, 0) and copies.dtype == bool
+
+
 DUPLICATED_PAGE = ("# Rate limits\n\nAn organisation may send as many as 600 requests per minute to the API. Past that, "
                    "requests are answered with HTTP 429 and a Retry-After header saying when to try again.\n")
 

@@ -1,9 +1,15 @@
-"""Every command line the README and its docs pages show runs as written, in their order (the README
-first, then docs/*.md in the order the README's map lists them), in a scratch checkout of the
-repository (its tracked files as this working tree has them, a git repository of its own, the
-project's venv linked in) with the settings' defaults: every piece of state lands where a user's
-would, under the checkout, and afterwards `git status` is clean: what `rag` writes is git-ignored
-(the index, the state, the Dagster instance, corpora of other folders, documents from code).
+"""Every command line the README and its docs pages show runs as written (the README first, then
+docs/*.md in the order the README's map lists them), in a scratch checkout of the repository (its
+tracked files as this working tree has them, a git repository of its own, the project's venv linked
+in) with the settings' defaults: every piece of state lands where a user's would, under the
+checkout, and afterwards `git status` is clean: what `rag` writes is git-ignored (the index, the
+state, the Dagster instance, corpora of other folders, documents from code).
+
+The first command (`rag ingest`, the demo) runs when the module's checkout is made (one per
+pytest-xdist worker); every later command is a test of its own, run in that checkout in the README's
+order, so that the two workers share them out. Commands that use what an earlier one made are one
+test, in their order (`rag ingest --docs-dir …`, then the `--corpus` query and `rag corpora` that
+show its corpus).
 
 Taken from those pages: the `.venv/bin/rag …`, `.venv/bin/dagster asset materialize …` and
 `.venv/bin/dagster job execute …` lines of its ```bash blocks (the first block's chain of commands
@@ -71,17 +77,37 @@ def _strip_comment(command: str) -> str:
     return command
 
 
+def command_groups(commands: list[str]) -> list[list[str]]:
+    """The commands after the first, one group each in their order, but for those that use the corpus an
+    earlier `--docs-dir` ingest made (a `--corpus` query, the bare `rag corpora` listing it): they join
+    its group."""
+    groups: list[list[str]] = []
+    for command in commands[1:]:
+        made_a_corpus = bool(groups) and any("--docs-dir" in c for c in groups[-1])
+        if made_a_corpus and ("--corpus " in command or command == ".venv/bin/rag corpora"):
+            groups[-1].append(command)
+        else:
+            groups.append([command])
+    return groups
+
+
+COMMANDS = readme_commands(documentation())
+GROUPS = command_groups(COMMANDS)
+
+
 def test_the_readme_lists_the_commands_it_promises():
     commands = readme_commands(documentation())
     assert commands[:3] == [".venv/bin/rag ingest", ".venv/bin/rag evaluate",
                             '.venv/bin/rag query "How do I add more test cases in the Evaluation tool?"'], commands[:3]
     assert any(c.startswith(".venv/bin/dagster asset materialize") and "--partition" in c for c in commands)
     assert any(c.startswith(".venv/bin/dagster job execute -m rag_assets -j ingest_documents") for c in commands)
+    assert any("--docs-dir" in c for c in commands)  # a second folder, a corpus of its own (data/corpora)
+    # every command after the demo's ingest runs in exactly one test, in the README's order
+    assert [c for group in command_groups(commands) for c in group] == commands[1:]
 
 
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    checkout = tmp_path / "checkout"
+def scratch_checkout(checkout: Path) -> Path:
+    """The repository's tracked files in checkout, committed to a git repository of its own, the venv linked."""
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for name in filter(None, tracked.decode().split("\0")):
         if (REPO / name).is_file():
@@ -93,13 +119,58 @@ def scratch(tmp_path, monkeypatch):
     subprocess.run([*git, "commit", "-qm", "checkout"], cwd=checkout, check=True)
     (checkout / ".venv").symlink_to(REPO / ".venv")  # a link, which `.venv/` (a folder) does not match
     (checkout / ".git" / "info" / "exclude").write_text(".venv\n")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     return checkout
+
+
+def readme_env(checkout: Path, chat: OpenAIStubServer) -> dict[str, str]:
+    """The settings' defaults (no RAG_* paths, the instance of the checkout's dagster.yaml), `rag ask`'s
+    endpoint the stub server (the README says to set OPENAI_BASE_URL / OPENAI_API_KEY for it)."""
+    env = {k: v for k, v in subprocess_env(checkout).items() if k not in state_env(checkout)}
+    env.update(DAGSTER_HOME=str(checkout), OPENAI_API_KEY=KEY, OPENAI_BASE_URL=chat.base_url, NO_PROXY="127.0.0.1,localhost")
+    env.pop("RAG_EMBEDDER", None)
+    return env
+
+
+def run_as_written(command: str, checkout: Path, env: dict[str, str]) -> None:
+    proc = subprocess.run(command, shell=True, cwd=checkout, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{command}\nexit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert "Traceback" not in proc.stderr, f"{command}\n{proc.stderr[-3000:]}"
 
 
 def git_status(checkout) -> str:
     return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=checkout, capture_output=True,
                           text=True, check=True).stdout
+
+
+def chat_server() -> OpenAIStubServer:
+    return OpenAIStubServer(api_key=KEY, default_chat_reply="Click Add Test Case [Source 1].")
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """The scratch checkout after the README's first command, the demo's `rag ingest` of the bundled
+    corpus, run as written, and its first query checked to build nothing; the later commands run in it,
+    in the README's order. One per pytest-xdist worker, so that both run the README's commands (a copy
+    would not do: the state records the checkout's absolute paths)."""
+    checkout = scratch_checkout(tmp_path_factory.mktemp("readme") / "checkout")
+    with chat_server() as chat:
+        env = readme_env(checkout, chat)
+        run_as_written(COMMANDS[0], checkout, env)  # the README's first command ingests the bundled corpus
+        assert_the_first_query_builds_nothing(env, checkout)
+    assert git_status(checkout) == "", "rag wrote files git does not ignore:\n" + git_status(checkout)
+    return checkout
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("commands", GROUPS, ids=[" && ".join(c.removeprefix(".venv/bin/") for c in g)[:80] for g in GROUPS])
+def test_every_readme_command_runs_as_written(checkout, commands):
+    with chat_server() as chat:
+        env = readme_env(checkout, chat)
+        for command in commands:
+            run_as_written(command, checkout, env)
+    if any("--docs-dir" in c for c in commands):
+        assert (checkout / "data" / "corpora").is_dir()
+    assert git_status(checkout) == "", "rag wrote files git does not ignore:\n" + git_status(checkout)
 
 
 FROM_CODE = ("from rag_assets import RAGPipeline\n"
@@ -108,24 +179,11 @@ FROM_CODE = ("from rag_assets import RAGPipeline\n"
 
 
 @pytest.mark.system
-def test_every_readme_command_runs_as_written(scratch):
-    checkout = scratch
-    commands = readme_commands(documentation())
-    with OpenAIStubServer(api_key=KEY, default_chat_reply="Click Add Test Case [Source 1].") as chat:
-        # the settings' defaults: no RAG_* paths, the instance of the checkout's dagster.yaml
-        env = {k: v for k, v in subprocess_env(checkout).items() if k not in state_env(checkout)}
-        env.update(DAGSTER_HOME=str(checkout), OPENAI_API_KEY=KEY, OPENAI_BASE_URL=chat.base_url)
-        env.pop("RAG_EMBEDDER", None)
-        for i, command in enumerate(commands):
-            proc = subprocess.run(command, shell=True, cwd=checkout, env=env, capture_output=True, text=True, timeout=900)
-            assert proc.returncode == 0, f"{command}\nexit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-            assert "Traceback" not in proc.stderr, f"{command}\n{proc.stderr[-3000:]}"
-            if i == 0:  # the README's first command ingests the bundled corpus
-                assert_the_first_query_builds_nothing(env, checkout)
-        # and documents from code (data/docs/_from_code)
-        subprocess.run([".venv/bin/python", "-c", FROM_CODE], cwd=checkout, env=env, check=True, timeout=600)
-    assert any("--docs-dir" in c for c in commands)  # a second folder, a corpus of its own (data/corpora)
-    assert (checkout / "data" / "corpora").is_dir() and (checkout / "data" / "docs" / "_from_code").is_dir()
+def test_documents_from_code_land_in_the_checkouts_ignored_data(checkout):
+    with chat_server() as chat:
+        subprocess.run([".venv/bin/python", "-c", FROM_CODE], cwd=checkout, env=readme_env(checkout, chat), check=True,
+                       timeout=600)
+    assert (checkout / "data" / "docs" / "_from_code").is_dir()
     assert git_status(checkout) == "", "rag wrote files git does not ignore:\n" + git_status(checkout)
 
 
