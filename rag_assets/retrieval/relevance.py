@@ -66,8 +66,9 @@ ANCHORS_FILE = Path(__file__).with_name("relevance_anchors.json")
 CALIBRATION_FILE = Path(__file__).with_name("relevance_calibration.json")
 BEST_OF = 5  # "the best results": the first this many of a ranking
 NEAR_DUPLICATE = 0.98  # two results' vectors this close: one text twice (a page in two versions), not two answers
+# every feature features() computes, in its columns' order
 FEATURES = ("similarity", "best_similarity", "margin", "coverage", "best_coverage", "heading_coverage",
-            "unknown_terms", "log_rank", "heading_match", "known_terms", "rarest_term", "heading_per_term", "lead")  # every feature features() computes, in its columns' order
+            "unknown_terms", "log_rank", "heading_match", "known_terms", "rarest_term", "heading_per_term", "lead")
 
 
 @dataclass(frozen=True)
